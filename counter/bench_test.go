@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/freqcap/freqcap/shared/redistest"
+)
+
+func BenchmarkStoreIncr(b *testing.B) {
+	srv := redistest.Start(b)
+	st, _ := testStore(b, srv, newClock(time.Now()))
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		q := Query{CID: "42", Event: "win", WindowHours: 3, Dims: []Dim{
+			{"device", "dev-" + strconv.Itoa(i%100000)}, {"bundle", "com.foo"}, {"tagid", "7"}}}
+		if _, err := st.Incr(ctx, &q); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchRead(b *testing.B, qs []Query) {
+	srv := redistest.Start(b)
+	st, _ := testStore(b, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=1s")
+	ctx := context.Background()
+	for i := range qs {
+		q := qs[i]
+		if _, err := st.Incr(ctx, &q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, r := range st.Read(ctx, qs) {
+			if r.Err != nil {
+				b.Fatal(r.Err)
+			}
+		}
+	}
+}
+
+func BenchmarkStoreReadDevice(b *testing.B) {
+	benchRead(b, []Query{{CID: "42", Event: "win", WindowHours: 3, Dims: []Dim{{"device", "abc"}}}})
+}
+
+func BenchmarkStoreReadCached(b *testing.B) {
+	benchRead(b, []Query{{CID: "42", Event: "win", WindowHours: 3, Dims: []Dim{{"bundle", "com.foo"}, {"tagid", "7"}}}})
+}
+
+func BenchmarkStoreReadBatch50(b *testing.B) {
+	qs := make([]Query, 50)
+	for i := range qs {
+		qs[i] = Query{CID: strconv.Itoa(i), Event: "win", WindowHours: 3, Dims: []Dim{{"device", "abc"}, {"bundle", "com.foo"}, {"tagid", "7"}}}
+	}
+	benchRead(b, qs)
+}
+
+func BenchmarkParseQuery(b *testing.B) {
+	s, err := loadSettings(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := newParser(s)
+	raw := "cid=42&device=6f1c2a9e-8a3b-4c1d-9e2f-0a1b2c3d4e5f&bundle=com.foo.bar&tagid=1234&windowHours=3"
+	b.ReportAllocs()
+	for b.Loop() {
+		vals, _ := url.ParseQuery(raw)
+		if _, err := p.fromURL(vals); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+	_ "time/tzdata" // COUNTER_TIMEZONE works on images without a zoneinfo database
+
+	"github.com/freqcap/freqcap/shared/config"
+	"github.com/freqcap/freqcap/shared/logging"
+)
+
+// Config is every setting of the counter, read from the environment.
+type Config struct {
+	Addr            string        `env:"COUNTER_ADDR" envDefault:":8081"`
+	RedisURL        string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379"`
+	Timezone        string        `env:"COUNTER_TIMEZONE" envDefault:"UTC"`
+	Dimensions      string        `env:"COUNTER_DIMENSIONS" envDefault:"device,bundle,tagid"`
+	CachedDims      string        `env:"COUNTER_CACHED_DIMENSIONS" envDefault:"bundle,tagid"`
+	Events          string        `env:"COUNTER_EVENTS" envDefault:"win,billing,imp"`
+	MaxWindowHours  int           `env:"COUNTER_MAX_WINDOW_HOURS" envDefault:"168"`
+	MaxBatch        int           `env:"COUNTER_MAX_BATCH" envDefault:"1000"`
+	CacheTTL        time.Duration `env:"COUNTER_CACHE_TTL" envDefault:"10s"`
+	ReadTimeout     time.Duration `env:"COUNTER_READ_TIMEOUT" envDefault:"5ms"`
+	WriteTimeout    time.Duration `env:"COUNTER_WRITE_TIMEOUT" envDefault:"1s"`
+	DedupeTTL       time.Duration `env:"COUNTER_DEDUPE_TTL" envDefault:"10m"`
+	ShutdownTimeout time.Duration `env:"COUNTER_SHUTDOWN_TIMEOUT" envDefault:"10s"`
+	Log             logging.Settings
+}
+
+// Settings is Config checked and turned into the values the store and the
+// handlers use.
+type Settings struct {
+	Config
+	Location   *time.Location
+	Dimensions []string
+	Cached     map[string]bool
+	Events     []string
+}
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+
+// reserved are query parameters that a dimension must not shadow.
+var reserved = []string{"cid", "event", "windowHours", "eid"}
+
+func loadSettings(environ []string) (Settings, error) {
+	cfg, err := config.Load[Config](environ)
+	if err != nil {
+		return Settings{}, err
+	}
+	s := Settings{Config: cfg, Cached: map[string]bool{}}
+	if s.Location, err = time.LoadLocation(cfg.Timezone); err != nil {
+		return s, fmt.Errorf("COUNTER_TIMEZONE: %w", err)
+	}
+	s.Dimensions = config.List(cfg.Dimensions)
+	if len(s.Dimensions) == 0 {
+		return s, fmt.Errorf("COUNTER_DIMENSIONS: at least one dimension is required")
+	}
+	for i, d := range s.Dimensions {
+		if !nameRE.MatchString(d) || slices.Contains(reserved, d) || slices.Contains(s.Dimensions[:i], d) {
+			return s, fmt.Errorf("COUNTER_DIMENSIONS: %q must be a unique lower-case name ([a-z][a-z0-9_]*) other than %v", d, reserved)
+		}
+	}
+	for _, d := range config.List(cfg.CachedDims) {
+		if !slices.Contains(s.Dimensions, d) {
+			return s, fmt.Errorf("COUNTER_CACHED_DIMENSIONS: %q is not in COUNTER_DIMENSIONS", d)
+		}
+		s.Cached[d] = true
+	}
+	s.Events = config.List(cfg.Events)
+	if len(s.Events) == 0 {
+		return s, fmt.Errorf("COUNTER_EVENTS: at least one event is required")
+	}
+	for i, e := range s.Events {
+		if !nameRE.MatchString(e) || slices.Contains(s.Events[:i], e) {
+			return s, fmt.Errorf("COUNTER_EVENTS: %q must be a unique lower-case name ([a-z][a-z0-9_]*)", e)
+		}
+	}
+	switch {
+	case cfg.MaxWindowHours < 1 || cfg.MaxWindowHours > 24*366:
+		return s, fmt.Errorf("COUNTER_MAX_WINDOW_HOURS: must be between 1 and %d, got %d", 24*366, cfg.MaxWindowHours)
+	case cfg.MaxBatch < 1:
+		return s, fmt.Errorf("COUNTER_MAX_BATCH: must be at least 1, got %d", cfg.MaxBatch)
+	case cfg.ReadTimeout <= 0:
+		return s, fmt.Errorf("COUNTER_READ_TIMEOUT: must be positive, got %s", cfg.ReadTimeout)
+	case cfg.WriteTimeout <= 0:
+		return s, fmt.Errorf("COUNTER_WRITE_TIMEOUT: must be positive, got %s", cfg.WriteTimeout)
+	case cfg.CacheTTL <= 0:
+		return s, fmt.Errorf("COUNTER_CACHE_TTL: must be positive, got %s", cfg.CacheTTL)
+	case cfg.DedupeTTL <= 0:
+		return s, fmt.Errorf("COUNTER_DEDUPE_TTL: must be positive, got %s", cfg.DedupeTTL)
+	}
+	return s, nil
+}

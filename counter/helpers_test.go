@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/rueidis"
+
+	"github.com/freqcap/freqcap/shared/redisconn"
+	"github.com/freqcap/freqcap/shared/redistest"
+)
+
+// TestMain lets a test start this test binary as the real counter process:
+// with FREQCAP_COUNTER_MAIN=1 it runs main and nothing else.
+func TestMain(m *testing.M) {
+	if os.Getenv("FREQCAP_COUNTER_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// clock is a settable time source for the store.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock(t time.Time) *clock { return &clock{t: t} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// testSettings are the defaults with the given variables set on top.
+func testSettings(t testing.TB, redisURL string, kv ...string) Settings {
+	t.Helper()
+	env := append([]string{"REDIS_URL=" + redisURL}, kv...)
+	s, err := loadSettings(env)
+	if err != nil {
+		t.Fatalf("settings: %v", err)
+	}
+	return s
+}
+
+func newClient(t testing.TB, url string) rueidis.Client {
+	t.Helper()
+	opt, err := redisconn.Options(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", url, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// testStore is a store on srv with its own client, registry and clock.
+func testStore(t testing.TB, srv *redistest.Server, clk *clock, kv ...string) (*Store, Settings) {
+	t.Helper()
+	s := testSettings(t, srv.URL(), kv...)
+	return newStore(newClient(t, srv.URL()), s, newMetrics(prometheus.NewRegistry()), clk.Now), s
+}
+
+// raw runs one command on a separate connection, as redis-cli would.
+func raw(t testing.TB, c rueidis.Client, args ...string) rueidis.RedisResult {
+	t.Helper()
+	return c.Do(context.Background(), c.B().Arbitrary(args...).Build())
+}
+
+func rawInt(t testing.TB, c rueidis.Client, args ...string) int64 {
+	t.Helper()
+	n, err := raw(t, c, args...).AsInt64()
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return n
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func testutilCount(c prometheus.Counter) float64 { return testutil.ToFloat64(c) }

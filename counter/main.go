@@ -1,0 +1,102 @@
+// Command counter owns freqcap's Redis keys: it counts events (natural-day
+// counters, hour buckets) and serves the bidder's reads with a hard deadline,
+// failing open when Redis is slow or down.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/rueidis"
+
+	"github.com/freqcap/freqcap/shared/logging"
+	"github.com/freqcap/freqcap/shared/redisconn"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Environ(), os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "counter:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) error {
+	s, err := loadSettings(environ)
+	if err != nil {
+		return err
+	}
+	log, err := logging.New(stdout, s.Log)
+	if err != nil {
+		return err
+	}
+	opt, err := redisconn.Options(s.RedisURL)
+	if err != nil {
+		return err
+	}
+	rdb, err := rueidis.NewClient(opt)
+	if err != nil {
+		return fmt.Errorf("connect to redis (REDIS_URL=%s): %w", s.RedisURL, err)
+	}
+	defer rdb.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	store := newStore(rdb, s, newMetrics(reg), time.Now)
+
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return fmt.Errorf("COUNTER_ADDR: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           NewServer(log, s, store, reg),
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	log.Info("counter listening", "addr", ln.Addr().String(), "redis", opt.InitAddress, "timezone", s.Location.String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("counter shutting down: finishing in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), s.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("counter stopped")
+	return nil
+}
+
+// newStore wires the store to its Redis client and settings; now is the
+// clock, injectable so tests can stand at any instant.
+func newStore(rdb rueidis.Client, s Settings, m *metrics, now func() time.Time) *Store {
+	return &Store{
+		rdb:         rdb,
+		loc:         s.Location,
+		now:         now,
+		cached:      s.Cached,
+		cacheTTL:    s.CacheTTL,
+		dedupeTTL:   s.DedupeTTL,
+		readTimeout: s.ReadTimeout,
+		metrics:     m,
+	}
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/httpjson"
+	"github.com/freqcap/freqcap/shared/httpmetrics"
+)
+
+// deps is what the handlers need, built once by NewServer.
+type deps struct {
+	log      *slog.Logger
+	settings Settings
+	parser   *parser
+	store    *Store
+	degrader *degrader
+	gatherer prometheus.Gatherer
+}
+
+// NewServer builds the counter's HTTP handler: router, middleware, routes.
+func NewServer(log *slog.Logger, s Settings, store *Store, reg *prometheus.Registry) http.Handler {
+	d := deps{
+		log:      log,
+		settings: s,
+		parser:   newParser(s),
+		store:    store,
+		degrader: &degrader{log: log, metrics: store.metrics},
+		gatherer: reg,
+	}
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+	r.Use(httpmetrics.New(reg, "counter").Handler)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		httpjson.Write(w, http.StatusNotFound, httpjson.Body{Code: apierr.KeyNotFound, Msg: "no such route: " + r.Method + " " + r.URL.Path})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		httpjson.Write(w, http.StatusMethodNotAllowed, httpjson.Body{Code: apierr.InvalidArgument, Msg: "method " + r.Method + " not allowed on " + r.URL.Path})
+	})
+	addRoutes(r, d)
+	return r
+}

@@ -1,0 +1,387 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/freqcap/freqcap/shared/redistest"
+)
+
+// syncBuffer is a log sink that the server and the test may share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startCounter calls run on a free port and waits for /healthz. The server
+// is shut down, and run must return nil, when the test ends.
+func startCounter(t *testing.T, redisURL string, kv ...string) string {
+	t.Helper()
+	addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	env := append([]string{"COUNTER_ADDR=" + addr, "REDIS_URL=" + redisURL, "LOG_FORMAT=json"}, kv...)
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, env, logs) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run returned %v", err)
+		}
+		if t.Failed() {
+			t.Logf("counter log:\n%s", logs.String())
+		}
+	})
+	base := "http://" + addr
+	waitHealthy(t, base, done)
+	return base
+}
+
+func waitHealthy(t *testing.T, base string, done <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("counter exited before it was healthy: %v", err)
+		default:
+		}
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("counter not healthy after 5s: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// call sends one request and decodes the JSON answer into a generic map.
+func call(t *testing.T, method, url, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("%s %s: Content-Type %q", method, url, ct)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s %s: %d %q is not JSON: %v", method, url, resp.StatusCode, b, err)
+	}
+	return resp.StatusCode, m
+}
+
+// path reads a nested value such as "counts.device.day" out of a decoded answer.
+func path(m any, p string) any {
+	for _, k := range strings.Split(p, ".") {
+		switch v := m.(type) {
+		case map[string]any:
+			m = v[k]
+		case []any:
+			i, err := strconv.Atoi(k)
+			if err != nil || i >= len(v) {
+				return nil
+			}
+			m = v[i]
+		default:
+			return nil
+		}
+	}
+	return m
+}
+
+func expect(t *testing.T, m map[string]any, want map[string]any) {
+	t.Helper()
+	for p, w := range want {
+		got := path(m, p)
+		if fmt.Sprint(got) != fmt.Sprint(w) {
+			t.Errorf("%s = %v, want %v (answer %v)", p, got, w, m)
+		}
+	}
+}
+
+func TestHTTPIncrAndRead(t *testing.T) {
+	srv := redistest.Start(t)
+	base := startCounter(t, srv.URL())
+	rc := newClient(t, srv.URL())
+
+	var m map[string]any
+	for range 3 {
+		var code int
+		code, m = call(t, "POST", base+"/v1/incr?cid=42&device=abc&bundle=com.foo&tagid=7&windowHours=3", "")
+		if code != 200 {
+			t.Fatalf("incr: %d %v", code, m)
+		}
+	}
+	expect(t, m, map[string]any{
+		"cid": "42", "event": "win", "windowHours": 3,
+		"counts.device.day": 3, "counts.device.window": 3,
+		"counts.bundle.day": 3, "counts.tagid.window": 3,
+		"degraded": nil,
+	})
+	if got := rawInt(t, rc, "GET", "freq:{win:device:42:abc}"); got != 3 {
+		t.Errorf("raw day key = %d", got)
+	}
+
+	code, m := call(t, "GET", base+"/v1/freq?cid=42&device=abc&bundle=com.foo&windowHours=3", "")
+	if code != 200 {
+		t.Fatalf("freq: %d %v", code, m)
+	}
+	expect(t, m, map[string]any{"counts.device.day": 3, "counts.bundle.window": 3, "degraded": false, "counts.tagid": nil})
+
+	_, m = call(t, "GET", base+"/v1/freq?cid=42&device=abc", "")
+	expect(t, m, map[string]any{"counts.device.day": 3, "counts.device.window": nil, "windowHours": 0})
+
+	_, m = call(t, "POST", base+"/v1/incr?cid=42&device=abc&event=billing&eid=a1", "")
+	expect(t, m, map[string]any{"event": "billing", "counts.device.day": 1, "duplicate": nil})
+	_, m = call(t, "POST", base+"/v1/incr?cid=42&device=abc&event=billing&eid=a1", "")
+	expect(t, m, map[string]any{"event": "billing", "counts.device.day": 1, "duplicate": true})
+}
+
+func TestHTTPBatch(t *testing.T) {
+	srv := redistest.Start(t)
+	base := startCounter(t, srv.URL())
+	call(t, "POST", base+"/v1/incr?cid=1&device=d&bundle=b&windowHours=2", "")
+	call(t, "POST", base+"/v1/incr?cid=2&device=d&event=imp", "")
+
+	code, m := call(t, "POST", base+"/v1/freq/batch", `{"items":[
+		{"cid":"1","event":"win","dims":{"device":"d","bundle":"b"},"windowHours":2},
+		{"cid":"2","event":"imp","dims":{"device":"d"}},
+		{"cid":"3","dims":{"tagid":"none"}}]}`)
+	if code != 200 {
+		t.Fatalf("batch: %d %v", code, m)
+	}
+	expect(t, m, map[string]any{
+		"code": 0, "msg": "ok",
+		"results.0.cid": "1", "results.0.code": 0, "results.0.counts.device.day": 1, "results.0.counts.bundle.window": 1,
+		"results.1.cid": "2", "results.1.counts.device.day": 1, "results.1.counts.device.window": nil,
+		"results.2.cid": "3", "results.2.event": "win", "results.2.counts.tagid.day": 0, "results.2.degraded": false,
+	})
+}
+
+func TestHTTPBadInputChangesNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	base := startCounter(t, srv.URL(), "COUNTER_MAX_BATCH=3")
+	rc := newClient(t, srv.URL())
+	tests := []struct {
+		method, path, body string
+		status             int
+		msg                string
+	}{
+		{"POST", "/v1/incr?device=abc", "", 400, "cid must be"},
+		{"POST", "/v1/incr?cid=a:b&device=abc", "", 400, "cid must be"},
+		{"POST", "/v1/incr?cid=42", "", 400, "at least one dimension"},
+		{"POST", "/v1/incr?cid=42&device=abc&windowHours=169", "", 400, "windowHours must be between 0 and 168"},
+		{"POST", "/v1/incr?cid=42&device=abc&windowHours=-1", "", 400, "windowHours must be between 0 and 168"},
+		{"POST", "/v1/incr?cid=42&device=abc&windowHours=x", "", 400, "windowHours must be between 0 and 168"},
+		{"POST", "/v1/incr?cid=42&device=abc&event=click", "", 400, "event must be one of"},
+		{"POST", "/v1/incr?cid=42&device=abc&devise=x", "", 400, `unknown parameter "devise"`},
+		{"POST", "/v1/incr?cid=42&device=abc&device=def", "", 400, "device must be given once"},
+		{"POST", "/v1/incr?cid=42&device=a%20b", "", 400, "device must be 1-128 bytes"},
+		{"POST", "/v1/incr?cid=42&device=" + strings.Repeat("x", 129), "", 400, "device must be 1-128 bytes"},
+		{"POST", "/v1/incr?cid=42&device=abc&eid=a%0Ab", "", 400, "eid must be"},
+		{"GET", "/v1/freq?cid=42&device=abc&eid=e", "", 400, "eid is only accepted on writes"},
+		{"POST", "/v1/freq/batch", `{"items":[]}`, 400, "items must hold 1 to 3 items"},
+		{"POST", "/v1/freq/batch", `{"items":[{},{},{},{}]}`, 400, "items must hold 1 to 3 items"},
+		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"d"}},{"cid":"2","dims":{"device":"d"},"windowHours":500}]}`, 400, "items[1].windowHours must be between 0 and 168"},
+		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"devise":"d"}}]}`, 400, `items[0].dims: unknown dimension "devise"`},
+		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":""}}]}`, 400, "items[0].dims.device must be"},
+		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"d"},"extra":1}]}`, 400, "body must be JSON"},
+		{"POST", "/v1/freq/batch", `not json`, 400, "body must be JSON"},
+		{"GET", "/v1/incr?cid=42&device=abc", "", 405, "not allowed"},
+		{"GET", "/v2/nothing", "", 404, "no such route"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			code, m := call(t, tt.method, base+tt.path, tt.body)
+			if code != tt.status {
+				t.Errorf("status %d, want %d (%v)", code, tt.status, m)
+			}
+			if msg, _ := m["msg"].(string); !strings.Contains(msg, tt.msg) {
+				t.Errorf("msg %q, want it to contain %q", msg, tt.msg)
+			}
+			if tt.status == 400 && m["code"] != float64(10003) {
+				t.Errorf("code %v, want 10003", m["code"])
+			}
+		})
+	}
+	if n := rawInt(t, rc, "DBSIZE"); n != 0 {
+		t.Errorf("invalid requests wrote %d keys", n)
+	}
+}
+
+func TestHTTPReadDegradesWriteFails(t *testing.T) {
+	srv := redistest.Start(t)
+	base := startCounter(t, srv.URL())
+	srv.Pause()
+	defer srv.Resume()
+	start := time.Now()
+	code, m := call(t, "GET", base+"/v1/freq?cid=1&device=d&bundle=b&windowHours=2", "")
+	if took := time.Since(start); took > 100*time.Millisecond {
+		t.Errorf("degraded read took %s", took)
+	}
+	if code != 200 {
+		t.Fatalf("degraded read status %d", code)
+	}
+	expect(t, m, map[string]any{"degraded": true, "code": 10001, "counts.device.day": 0, "counts.bundle.window": 0})
+
+	_, m = call(t, "POST", base+"/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"d"}}]}`)
+	expect(t, m, map[string]any{"code": 0, "results.0.degraded": true, "results.0.code": 10001})
+
+	code, m = call(t, "POST", base+"/v1/incr?cid=1&device=d", "")
+	if code != 503 || m["code"] != float64(10004) {
+		t.Errorf("write with redis stopped: %d %v, want 503 code 10004", code, m)
+	}
+	code, _ = call(t, "GET", base+"/readyz", "")
+	if code != 503 {
+		t.Errorf("readyz with redis stopped: %d, want 503", code)
+	}
+	srv.Resume()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, m = call(t, "GET", base+"/v1/freq?cid=1&device=d", "")
+		if m["degraded"] == false {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still degraded 10s after redis came back: %v", m)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`freqcap_counter_degraded_reads_total{code="10001"}`,
+		`freqcap_http_requests_total{code="200",route="/v1/freq",service="counter"}`,
+		`freqcap_http_request_duration_seconds_bucket{route="/v1/freq",service="counter"`,
+		`freqcap_counter_redis_errors_total{op="incr"}`,
+	} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+func TestInvalidConfigNamesVariable(t *testing.T) {
+	tests := map[string]string{
+		"COUNTER_TIMEZONE=Mars/Base":        "COUNTER_TIMEZONE",
+		"COUNTER_READ_TIMEOUT=soon":         "COUNTER_READ_TIMEOUT",
+		"COUNTER_READ_TIMEOUT=0s":           "COUNTER_READ_TIMEOUT",
+		"COUNTER_MAX_WINDOW_HOURS=0":        "COUNTER_MAX_WINDOW_HOURS",
+		"COUNTER_CACHED_DIMENSIONS=country": "COUNTER_CACHED_DIMENSIONS",
+		"COUNTER_DIMENSIONS=cid":            "COUNTER_DIMENSIONS",
+		"COUNTER_EVENTS=Win":                "COUNTER_EVENTS",
+		"LOG_LEVEL=loud":                    "LOG_LEVEL",
+		"REDIS_URL=http://x":                "REDIS_URL",
+	}
+	for kv, name := range tests {
+		t.Run(kv, func(t *testing.T) {
+			err := run(context.Background(), nil, []string{kv}, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("run with %s: %v, want an error naming %s", kv, err, name)
+			}
+		})
+	}
+}
+
+// TestProcess runs the counter as a real process: a bad setting exits
+// non-zero naming the variable; SIGTERM lets an in-flight request finish.
+func TestProcess(t *testing.T) {
+	bad := exec.Command(os.Args[0], "-test.run=^$")
+	bad.Env = append(os.Environ(), "FREQCAP_COUNTER_MAIN=1", "COUNTER_MAX_BATCH=0")
+	out, err := bad.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "COUNTER_MAX_BATCH") {
+		t.Errorf("bad config: err %v, output %q; want non-zero exit naming COUNTER_MAX_BATCH", err, out)
+	}
+
+	srv := redistest.Start(t)
+	addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "FREQCAP_COUNTER_MAIN=1", "COUNTER_ADDR="+addr, "REDIS_URL="+srv.URL(),
+		"COUNTER_READ_TIMEOUT=3s", "LOG_FORMAT=json")
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if t.Failed() {
+			_ = cmd.Process.Kill()
+			t.Logf("counter log:\n%s", logs.String())
+		}
+	}()
+	waitHealthy(t, "http://"+addr, exited)
+
+	// A read held up by a paused Redis is in flight when SIGTERM arrives.
+	srv.Pause()
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := http.Get("http://" + addr + "/v1/freq?cid=1&device=d")
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	srv.Resume()
+	if code := <-answered; code != 200 {
+		t.Errorf("in-flight request during SIGTERM: status %d, want 200", code)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("counter did not exit within 10s of SIGTERM")
+	}
+}

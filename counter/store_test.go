@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/redistest"
+)
+
+func mustIncr(t *testing.T, st *Store, q Query) Result {
+	t.Helper()
+	res, err := st.Incr(context.Background(), &q)
+	if err != nil {
+		t.Fatalf("incr %+v: %v", q, err)
+	}
+	return res
+}
+
+func TestDayTTL(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, _ := time.LoadLocation("Asia/Shanghai")
+	tests := []struct {
+		name string
+		now  time.Time
+		loc  *time.Location
+		want time.Duration
+	}{
+		{"noon UTC", time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), time.UTC, 12 * time.Hour},
+		{"last second", time.Date(2026, 12, 2, 23, 59, 59, 0, time.UTC), time.UTC, time.Second},
+		{"last instant", time.Date(2026, 12, 2, 23, 59, 59, 999_999_999, time.UTC), time.UTC, time.Millisecond},
+		{"midnight", time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), time.UTC, 24 * time.Hour},
+		{"spring forward: 23 h day", time.Date(2026, 3, 8, 0, 0, 0, 0, ny), ny, 23 * time.Hour},
+		{"fall back: 25 h day", time.Date(2026, 11, 1, 0, 0, 0, 0, ny), ny, 25 * time.Hour},
+		{"fall back, after the repeat", time.Date(2026, 11, 1, 12, 0, 0, 0, ny), ny, 12 * time.Hour},
+		{"UTC instant, Shanghai day", time.Date(2026, 12, 2, 16, 0, 0, 0, time.UTC), sh, 24 * time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := dayTTL(tt.now, tt.loc); got != tt.want {
+				t.Errorf("dayTTL(%s) = %s, want %s", tt.now, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestIncrWritesDayAndHourKeys(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := newClock(time.Date(2026, 12, 2, 10, 30, 0, 0, time.UTC))
+	st, _ := testStore(t, srv, clk)
+	rc := newClient(t, srv.URL())
+
+	q := Query{CID: "42", Event: "win", WindowHours: 3, Dims: []Dim{{"device", "abc"}, {"bundle", "com.foo"}}}
+	for i := 1; i <= 3; i++ {
+		res := mustIncr(t, st, q)
+		for j, c := range res.Counts {
+			if c.Day != int64(i) || c.Window != int64(i) {
+				t.Fatalf("incr %d dim %d: got %+v, want day=window=%d", i, j, c, i)
+			}
+		}
+	}
+	hour := strconv.FormatInt(clk.Now().Unix()/3600, 10)
+	for _, key := range []string{"freq:{win:device:42:abc}", "freq:{win:bundle:42:com.foo}"} {
+		if got := rawInt(t, rc, "GET", key); got != 3 {
+			t.Errorf("GET %s = %d, want 3", key, got)
+		}
+		ttl := rawInt(t, rc, "PTTL", key)
+		if want := int64(13*time.Hour+30*time.Minute) / 1e6; ttl > want || ttl < want-5000 {
+			t.Errorf("PTTL %s = %d ms, want about %d (end of day)", key, ttl, want)
+		}
+	}
+	hkey := "hfreq:{win:device:42:abc}"
+	if got := rawInt(t, rc, "HGET", hkey, hour); got != 3 {
+		t.Errorf("HGET %s %s = %d, want 3", hkey, hour, got)
+	}
+	if ttl := rawInt(t, rc, "PTTL", hkey); ttl > 4*3600_000 || ttl < 4*3600_000-5000 {
+		t.Errorf("PTTL %s = %d, want about 4 h (window+1)", hkey, ttl)
+	}
+}
+
+func TestIncrDayOnlyWritesNoHash(t *testing.T) {
+	srv := redistest.Start(t)
+	st, _ := testStore(t, srv, newClock(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)))
+	rc := newClient(t, srv.URL())
+	mustIncr(t, st, Query{CID: "7", Event: "imp", Dims: []Dim{{"device", "d"}}})
+	if n := rawInt(t, rc, "EXISTS", "hfreq:{imp:device:7:d}"); n != 0 {
+		t.Errorf("hour hash written for windowHours=0")
+	}
+	if n := rawInt(t, rc, "GET", "freq:{imp:device:7:d}"); n != 1 {
+		t.Errorf("day counter = %d, want 1", n)
+	}
+}
+
+func TestLastSecondOfDayStillCounts(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := newClock(time.Date(2026, 12, 2, 23, 59, 59, 0, time.UTC))
+	st, _ := testStore(t, srv, clk)
+	rc := newClient(t, srv.URL())
+	mustIncr(t, st, Query{CID: "1", Event: "win", Dims: []Dim{{"device", "late"}}})
+	ttl := rawInt(t, rc, "PTTL", "freq:{win:device:1:late}")
+	if ttl <= 0 || ttl > 1000 {
+		t.Fatalf("PTTL at 23:59:59 = %d ms, want in (0, 1000]", ttl)
+	}
+	if got := st.Read(context.Background(), []Query{{CID: "1", Event: "win", Dims: []Dim{{"device", "late"}}}})[0]; got.Err != nil || got.Counts[0].Day != 1 {
+		t.Fatalf("read after last-second write: %+v", got)
+	}
+	time.Sleep(time.Duration(ttl+50) * time.Millisecond)
+	if n := rawInt(t, rc, "EXISTS", "freq:{win:device:1:late}"); n != 0 {
+		t.Errorf("day key still exists after the day ended")
+	}
+}
+
+func TestDSTDayTTLInRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	ny, _ := time.LoadLocation("America/New_York")
+	clk := newClock(time.Date(2026, 11, 1, 0, 30, 0, 0, ny))
+	st, _ := testStore(t, srv, clk, "COUNTER_TIMEZONE=America/New_York")
+	rc := newClient(t, srv.URL())
+	mustIncr(t, st, Query{CID: "1", Event: "win", Dims: []Dim{{"device", "dst"}}})
+	ttl := rawInt(t, rc, "PTTL", "freq:{win:device:1:dst}")
+	want := int64(24*time.Hour+30*time.Minute) / 1e6 // 25 h day, 30 min gone
+	if ttl > want || ttl < want-5000 {
+		t.Errorf("PTTL on the 25 h day = %d ms, want about %d", ttl, want)
+	}
+}
+
+func TestHourBucketsSlideAndStayBounded(t *testing.T) {
+	srv := redistest.Start(t)
+	start := time.Date(2026, 12, 1, 0, 10, 0, 0, time.UTC)
+	clk := newClock(start)
+	st, _ := testStore(t, srv, clk)
+	rc := newClient(t, srv.URL())
+	q := Query{CID: "9", Event: "win", WindowHours: 3, Dims: []Dim{{"device", "h"}}}
+	// Two events an hour for two days.
+	for h := range 48 {
+		clk.Set(start.Add(time.Duration(h) * time.Hour))
+		mustIncr(t, st, q)
+		res := mustIncr(t, st, q)
+		wantWindow := int64(2 * min(h+1, 3))
+		if res.Counts[0].Window != wantWindow {
+			t.Fatalf("hour %d: window after incr = %d, want %d", h, res.Counts[0].Window, wantWindow)
+		}
+		if n := rawInt(t, rc, "HLEN", "hfreq:{win:device:9:h}"); n > 4 {
+			t.Fatalf("hour %d: hash has %d fields, want at most windowHours+1 = 4", h, n)
+		}
+	}
+	// Reads: the window moves with the clock, one hour at a time.
+	for ahead, want := range []int64{6, 4, 2, 0} {
+		clk.Set(start.Add(time.Duration(47+ahead) * time.Hour))
+		res := st.Read(context.Background(), []Query{q})[0]
+		if res.Err != nil || res.Counts[0].Window != want {
+			t.Errorf("%d h after the last write: window = %d (err %v), want %d", ahead, res.Counts[0].Window, res.Err, want)
+		}
+	}
+}
+
+func TestEventIDIsIdempotent(t *testing.T) {
+	srv := redistest.Start(t)
+	st, _ := testStore(t, srv, newClock(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)))
+	q := Query{CID: "5", Event: "win", WindowHours: 2, EID: "auction-1:imp-1", Dims: []Dim{{"device", "x"}, {"tagid", "t"}}}
+	first := mustIncr(t, st, q)
+	again := mustIncr(t, st, q)
+	if first.Duplicate || !again.Duplicate {
+		t.Fatalf("duplicate flags: first %v, replay %v; want false, true", first.Duplicate, again.Duplicate)
+	}
+	for j := range q.Dims {
+		if again.Counts[j] != (Counts{Day: 1, Window: 1}) {
+			t.Errorf("replay dim %d counts = %+v, want day=1 window=1", j, again.Counts[j])
+		}
+	}
+	q.EID = "auction-2:imp-1"
+	if res := mustIncr(t, st, q); res.Duplicate || res.Counts[0].Day != 2 {
+		t.Errorf("new eid: %+v, want counted (day 2)", res)
+	}
+}
+
+func TestCachedReadSeesOtherConnectionsWrites(t *testing.T) {
+	srv := redistest.Start(t)
+	st, _ := testStore(t, srv, newClock(time.Now()))
+	rc := newClient(t, srv.URL())
+	q := []Query{{CID: "3", Event: "win", Dims: []Dim{{"bundle", "com.hot"}}}}
+	read := func() int64 {
+		res := st.Read(context.Background(), q)[0]
+		if res.Err != nil {
+			t.Fatalf("read: %v", res.Err)
+		}
+		return res.Counts[0].Day
+	}
+	if n := read(); n != 0 {
+		t.Fatalf("fresh key = %d", n)
+	}
+	raw(t, rc, "SET", "freq:{win:bundle:3:com.hot}", "5")
+	waitFor(t, 100*time.Millisecond, func() bool { return read() == 5 })
+	before := testutilCount(st.metrics.cacheHits)
+	read()
+	if testutilCount(st.metrics.cacheHits) <= before {
+		t.Errorf("second read of an unchanged cached key was not a cache hit")
+	}
+	raw(t, rc, "INCR", "freq:{win:bundle:3:com.hot}")
+	waitFor(t, 100*time.Millisecond, func() bool { return read() == 6 })
+}
+
+func waitFor(t *testing.T, within time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s", within)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestReadFailsOpenWithinDeadline(t *testing.T) {
+	srv := redistest.Start(t)
+	st, _ := testStore(t, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=20ms")
+	q := []Query{
+		{CID: "1", Event: "win", WindowHours: 2, Dims: []Dim{{"device", "a"}, {"bundle", "b"}}},
+		{CID: "2", Event: "win", Dims: []Dim{{"tagid", "c"}}},
+	}
+	if _, err := st.Incr(context.Background(), &Query{CID: "1", Event: "win", Dims: []Dim{{"device", "a"}}}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string) {
+		t.Helper()
+		for range 5 {
+			start := time.Now()
+			res := st.Read(context.Background(), q)
+			took := time.Since(start)
+			if took > 20*time.Millisecond+15*time.Millisecond {
+				t.Errorf("%s: read took %s, deadline 20ms", name, took)
+			}
+			for i, r := range res {
+				if r.Err == nil {
+					t.Fatalf("%s: item %d has no error", name, i)
+				}
+				for _, c := range r.Counts {
+					if c != (Counts{}) {
+						t.Fatalf("%s: item %d counts %+v, want zero", name, i, c)
+					}
+				}
+			}
+		}
+	}
+	recovered := func(name string, want int64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			res := st.Read(context.Background(), q)[0]
+			if res.Err == nil && res.Counts[0].Day == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no recovery within 10s: %+v", name, res)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	srv.Pause()
+	check("redis stopped (SIGSTOP)")
+	srv.Resume()
+	recovered("after SIGCONT", 1)
+
+	srv.Kill()
+	check("redis killed")
+	srv.Restart()
+	recovered("after restart", 0)
+
+	_, err := st.Incr(context.Background(), &Query{CID: "1", Event: "win", Dims: []Dim{{"device", "a"}}})
+	if err != nil {
+		t.Fatalf("write after restart: %v", err)
+	}
+}
+
+func TestWriteFailsWhenRedisIsDown(t *testing.T) {
+	srv := redistest.Start(t)
+	st, _ := testStore(t, srv, newClock(time.Now()))
+	srv.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := st.Incr(ctx, &Query{CID: "1", Event: "win", Dims: []Dim{{"device", "a"}}})
+	if apierr.CodeOf(err) != apierr.Unavailable {
+		t.Fatalf("incr with redis down: err = %v, want unavailable", err)
+	}
+}

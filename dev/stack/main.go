@@ -1,0 +1,154 @@
+// Command stack runs freqcap on a developer's machine: Redis, then the
+// services built into bin/, with curl lines to try. It is a development tool
+// only; the embedded Redis it may fall back to never ships in a service.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "stack:", err)
+		os.Exit(1)
+	}
+}
+
+// service is one process of the stack.
+type service struct {
+	name   string
+	env    []string
+	health string
+}
+
+func run(ctx context.Context, out io.Writer) error {
+	redisURL, stopRedis, err := startRedis(ctx, out)
+	if err != nil {
+		return err
+	}
+	defer stopRedis()
+
+	services := []service{
+		{name: "counter", health: "http://127.0.0.1:8081/healthz", env: []string{"COUNTER_ADDR=127.0.0.1:8081", "REDIS_URL=" + redisURL}},
+	}
+	var procs []*exec.Cmd
+	defer func() {
+		for _, p := range procs {
+			_ = p.Process.Signal(syscall.SIGTERM)
+		}
+		for _, p := range procs {
+			_ = p.Wait()
+		}
+	}()
+	for _, s := range services {
+		cmd := exec.Command(filepath.Join("bin", s.name))
+		cmd.Env = append(os.Environ(), s.env...)
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("start %s (run make build first): %w", s.name, err)
+		}
+		procs = append(procs, cmd)
+		if err := waitHealthy(ctx, s.health); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	fmt.Fprint(out, `
+freqcap is up. Try:
+
+  curl -s -XPOST 'http://127.0.0.1:8081/v1/incr?cid=42&device=abc&bundle=com.foo&tagid=7&windowHours=3'
+  curl -s 'http://127.0.0.1:8081/v1/freq?cid=42&device=abc&bundle=com.foo&tagid=7&windowHours=3'
+  curl -s -XPOST http://127.0.0.1:8081/v1/freq/batch -d '{"items":[{"cid":"42","dims":{"device":"abc","bundle":"com.foo"},"windowHours":3}]}'
+  curl -s http://127.0.0.1:8081/metrics | grep freqcap_
+
+Ctrl-C stops everything.
+`)
+	<-ctx.Done()
+	return nil
+}
+
+// startRedis uses REDIS_URL when set, else starts redis-server from PATH on
+// 127.0.0.1:6379, else falls back to an in-process miniredis.
+func startRedis(ctx context.Context, out io.Writer) (string, func(), error) {
+	if u := os.Getenv("REDIS_URL"); u != "" {
+		fmt.Fprintf(out, "using Redis at REDIS_URL=%s\n", u)
+		return u, func() {}, nil
+	}
+	if bin, err := exec.LookPath("redis-server"); err == nil {
+		dir, err := os.MkdirTemp("", "freqcap-redis-")
+		if err != nil {
+			return "", nil, err
+		}
+		cmd := exec.CommandContext(ctx, bin, "--port", "6379", "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no")
+		if err := cmd.Start(); err != nil {
+			return "", nil, fmt.Errorf("start redis-server: %w", err)
+		}
+		stop := func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Wait()
+			_ = os.RemoveAll(dir)
+		}
+		if err := waitDial(ctx, "127.0.0.1:6379"); err != nil {
+			stop()
+			return "", nil, fmt.Errorf("redis-server (is port 6379 taken? set REDIS_URL): %w", err)
+		}
+		fmt.Fprintf(out, "redis-server %s on 127.0.0.1:6379 (data in %s, not persisted)\n", bin, dir)
+		return "redis://127.0.0.1:6379", stop, nil
+	}
+	m, err := miniredis.Run()
+	if err != nil {
+		return "", nil, err
+	}
+	fmt.Fprintf(out, `
+!!! redis-server not found: using an EMBEDDED in-process Redis (miniredis) on %s.
+!!! Counts are NOT persistent and client-side caching is OFF.
+!!! Install redis-server (Debian: apt-get install redis-server) for the real thing.
+
+`, m.Addr())
+	// miniredis has no client tracking and no CLUSTER command.
+	return "redis://" + m.Addr() + "?client_cache=0&single=1", m.Close, nil
+}
+
+func waitDial(ctx context.Context, addr string) error {
+	for range 100 {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			return c.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s not listening after 5s", addr)
+}
+
+func waitHealthy(ctx context.Context, url string) error {
+	for range 100 {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("not healthy at %s after 5s", url)
+}

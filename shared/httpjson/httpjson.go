@@ -1,0 +1,70 @@
+// Package httpjson writes JSON answers and turns errors into them: the one
+// place where an error becomes an HTTP status and a {"code","msg"} body.
+package httpjson
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/freqcap/freqcap/shared/apierr"
+)
+
+// Write sends v as JSON with the given status.
+func Write(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"code":10005,"msg":"internal error"}`)
+	}
+	WriteRaw(w, status, b)
+}
+
+// WriteRaw sends an already encoded JSON body with the given status.
+func WriteRaw(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = contentType
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+var contentType = []string{"application/json"}
+
+// Body is the JSON shape of every error answer.
+type Body struct {
+	Code int    `json:"code"`
+	Msg  string `json:"msg"`
+}
+
+// Error answers err: an *apierr.Error with its own code and message, anything
+// else as 500 whose details go to the log and never to the caller.
+func Error(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	var e *apierr.Error
+	if !errors.As(err, &e) {
+		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		Write(w, http.StatusInternalServerError, Body{Code: apierr.Internal, Msg: "internal error"})
+		return
+	}
+	status := StatusOf(e.Code)
+	if status >= 500 {
+		log.WarnContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "code", e.Code, "err", err)
+	}
+	Write(w, status, Body{Code: e.Code, Msg: e.Msg})
+}
+
+// StatusOf maps an application code to its HTTP status.
+func StatusOf(code int) int {
+	switch code {
+	case apierr.OK:
+		return http.StatusOK
+	case apierr.InvalidArgument:
+		return http.StatusBadRequest
+	case apierr.KeyNotFound:
+		return http.StatusNotFound
+	case apierr.Timeout, apierr.Unavailable:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}

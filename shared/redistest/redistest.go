@@ -1,0 +1,127 @@
+// Package redistest starts real redis-server processes for tests. It never
+// skips: a machine without redis-server fails the test and says what to
+// install.
+package redistest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Server is one redis-server process owned by a test.
+type Server struct {
+	t    testing.TB
+	Addr string
+	dir  string
+	port int
+	cmd  *exec.Cmd
+}
+
+// Start launches redis-server on a free loopback port, waits until it
+// answers, and stops it when the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{t: t, dir: t.TempDir(), port: FreePort(t)}
+	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+	s.start()
+	t.Cleanup(func() {
+		s.Kill()
+		if t.Failed() {
+			if b, err := os.ReadFile(filepath.Join(s.dir, "redis.log")); err == nil {
+				t.Logf("redis-server log:\n%s", b)
+			}
+		}
+	})
+	return s
+}
+
+// URL is the server's address in rueidis URL form.
+func (s *Server) URL() string { return "redis://" + s.Addr }
+
+func (s *Server) start() {
+	s.t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		s.t.Fatalf("redis-server not found in PATH: install it (Debian: apt-get install -y redis-server; macOS: brew install redis): %v", err)
+	}
+	s.cmd = exec.Command(bin,
+		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--dir", s.dir, "--save", "", "--appendonly", "no",
+		"--daemonize", "no", "--loglevel", "warning")
+	logf, err := os.OpenFile(filepath.Join(s.dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		s.t.Fatalf("redis log: %v", err)
+	}
+	defer logf.Close()
+	s.cmd.Stdout = logf
+	s.cmd.Stderr = logf
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatalf("start redis-server: %v", err)
+	}
+	if err := waitListening(s.Addr, 5*time.Second); err != nil {
+		s.t.Fatalf("redis-server on %s: %v", s.Addr, err)
+	}
+}
+
+// Pause stops the process with SIGSTOP: connections stay open, nothing answers.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process.
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("signal redis-server: %v", err)
+	}
+}
+
+// Kill ends the process at once; its data is gone.
+func (s *Server) Kill() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT)
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// Restart starts a new, empty server on the same port after Kill.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Kill()
+	s.start()
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func waitListening(addr string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err == nil {
+			return c.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not listening after %s: %w", within, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
