@@ -1,15 +1,15 @@
 # freqcap: make test | make run | make build | make bench
 GO ?= go
-SERVICES := counter
+SERVICES := counter callback
 
-.PHONY: test run build bench lint redis-server
+.PHONY: test run build bench lint docker-check redis-server
 
 ## test: vet, then every test with the race detector against a real redis-server
 test: redis-server
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-## run: build the services and start Redis + services locally
+## run: build the services and start Redis, counter and callback locally
 run: build
 	$(GO) run ./dev/stack
 
@@ -21,6 +21,10 @@ build:
 ## bench: Go benchmarks of the hot paths
 bench: redis-server
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+## docker-check: validate compose.yaml and build each binary exactly as its Dockerfile does
+docker-check:
+	./scripts/docker-check
 
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }

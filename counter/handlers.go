@@ -157,21 +157,3 @@ func handleFreqBatch(log *slog.Logger, p *parser, store *Store, deg *degrader, m
 		httpjson.Write(w, http.StatusOK, b)
 	})
 }
-
-func handleHealthz() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		httpjson.Write(w, http.StatusOK, httpjson.Body{Code: apierr.OK, Msg: "ok"})
-	})
-}
-
-func handleReadyz(log *slog.Logger, store *Store) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
-		defer cancel()
-		if err := store.Ping(ctx); err != nil {
-			httpjson.Error(w, r, log, apierr.Unavailablef("redis: %s", firstLine(err)))
-			return
-		}
-		httpjson.Write(w, http.StatusOK, httpjson.Body{Code: apierr.OK, Msg: "ok"})
-	})
-}

@@ -5,11 +5,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -19,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/rueidis"
 
+	"github.com/freqcap/freqcap/shared/httpserver"
 	"github.com/freqcap/freqcap/shared/logging"
 	"github.com/freqcap/freqcap/shared/redisconn"
 )
@@ -55,32 +53,19 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	store := newStore(rdb, s, newMetrics(reg), time.Now)
 
-	ln, err := net.Listen("tcp", s.Addr)
+	srv, err := httpserver.Listen(s.Addr, "COUNTER_ADDR", NewServer(log, s, store, reg))
 	if err != nil {
-		return fmt.Errorf("COUNTER_ADDR: %w", err)
+		return err
 	}
-	srv := &http.Server{
-		Handler:           NewServer(log, s, store, reg),
-		ReadHeaderTimeout: 5 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-	}
-	log.Info("counter listening", "addr", ln.Addr().String(), "redis", opt.InitAddress, "timezone", s.Location.String())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-
+	log.Info("counter listening", "addr", srv.Addr(), "redis", opt.InitAddress, "timezone", s.Location.String())
 	select {
-	case err := <-errc:
+	case err := <-srv.Err():
 		return err
 	case <-ctx.Done():
 	}
 	log.Info("counter shutting down: finishing in-flight requests")
-	sctx, cancel := context.WithTimeout(context.Background(), s.ShutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	if err := srv.Shutdown(s.ShutdownTimeout); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
 	}
 	log.Info("counter stopped")
 	return nil

@@ -4,10 +4,9 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/ids"
 )
 
 // parser validates requests against the configured dimensions and events.
@@ -92,8 +91,8 @@ func (p *parser) windowErr(prefix string) error {
 }
 
 func (p *parser) validate(q *Query, prefix string) error {
-	if !validCID(q.CID) {
-		return apierr.Invalid("%scid must be 1-64 characters of [A-Za-z0-9._-]", prefix)
+	if !ids.ValidCID(q.CID) {
+		return apierr.Invalid("%scid must be %s", prefix, ids.CIDRule)
 	}
 	if !slices.Contains(p.events, q.Event) {
 		return apierr.Invalid("%sevent must be one of %v", prefix, p.events)
@@ -105,52 +104,15 @@ func (p *parser) validate(q *Query, prefix string) error {
 		return apierr.Invalid("%sat least one dimension is required (%v)", prefix, p.dims)
 	}
 	for _, d := range q.Dims {
-		if !validID(d.ID) {
+		if !ids.ValidID(d.ID) {
 			if prefix != "" {
-				return apierr.Invalid("%sdims.%s must be 1-128 bytes without whitespace or control characters", prefix, d.Name)
+				return apierr.Invalid("%sdims.%s must be %s", prefix, d.Name, ids.IDRule)
 			}
-			return apierr.Invalid("%s must be 1-128 bytes without whitespace or control characters", d.Name)
+			return apierr.Invalid("%s must be %s", d.Name, ids.IDRule)
 		}
 	}
-	if q.EID != "" && !validID(q.EID) {
-		return apierr.Invalid("%seid must be 1-128 bytes without whitespace or control characters", prefix)
+	if q.EID != "" && !ids.ValidID(q.EID) {
+		return apierr.Invalid("%seid must be %s", prefix, ids.IDRule)
 	}
 	return nil
-}
-
-func validCID(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := range len(s) {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// validID accepts opaque ids of 1-128 bytes: valid UTF-8 without whitespace
-// or control characters.
-func validID(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c <= ' ' || c == 0x7f {
-				return false
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError || unicode.IsSpace(r) || unicode.IsControl(r) {
-			return false
-		}
-		i += size
-	}
-	return true
 }

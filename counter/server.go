@@ -8,7 +8,6 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/httpjson"
 	"github.com/freqcap/freqcap/shared/httpmetrics"
 )
@@ -36,12 +35,8 @@ func NewServer(log *slog.Logger, s Settings, store *Store, reg *prometheus.Regis
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
 	r.Use(httpmetrics.New(reg, "counter").Handler)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		httpjson.Write(w, http.StatusNotFound, httpjson.Body{Code: apierr.KeyNotFound, Msg: "no such route: " + r.Method + " " + r.URL.Path})
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		httpjson.Write(w, http.StatusMethodNotAllowed, httpjson.Body{Code: apierr.InvalidArgument, Msg: "method " + r.Method + " not allowed on " + r.URL.Path})
-	})
+	r.NotFound(httpjson.NotFound)
+	r.MethodNotAllowed(httpjson.MethodNotAllowed)
 	addRoutes(r, d)
 	return r
 }

@@ -44,6 +44,9 @@ func run(ctx context.Context, out io.Writer) error {
 
 	services := []service{
 		{name: "counter", health: "http://127.0.0.1:8081/healthz", env: []string{"COUNTER_ADDR=127.0.0.1:8081", "REDIS_URL=" + redisURL}},
+		{name: "callback", health: "http://127.0.0.1:9080/healthz", env: []string{
+			"CALLBACK_ADDR=127.0.0.1:8080", "CALLBACK_ADMIN_ADDR=127.0.0.1:9080", "COUNTER_URL=http://127.0.0.1:8081",
+			"REDIS_URL=" + redisURL, "CALLBACK_CAMPAIGNS_FILE=dev/campaigns.json"}},
 	}
 	var procs []*exec.Cmd
 	defer func() {
@@ -67,12 +70,18 @@ func run(ctx context.Context, out io.Writer) error {
 		}
 	}
 	fmt.Fprint(out, `
-freqcap is up. Try:
+freqcap is up: callback on :8080 (admin :9080), counter on :8081; campaigns from dev/campaigns.json
+(42: winLimitHours 3, 43: 24, 44: 0). Try:
 
-  curl -s -XPOST 'http://127.0.0.1:8081/v1/incr?cid=42&device=abc&bundle=com.foo&tagid=7&windowHours=3'
+  # an exchange's win notice (nurl), then the bidder's read
+  curl -si 'http://127.0.0.1:8080/win?cid=42&device=abc&bundle=com.foo&tagid=7&eid=auction-1:imp-1&price=0.42'
   curl -s 'http://127.0.0.1:8081/v1/freq?cid=42&device=abc&bundle=com.foo&tagid=7&windowHours=3'
-  curl -s -XPOST http://127.0.0.1:8081/v1/freq/batch -d '{"items":[{"cid":"42","dims":{"device":"abc","bundle":"com.foo"},"windowHours":3}]}'
-  curl -s http://127.0.0.1:8081/metrics | grep freqcap_
+  curl -s -XPOST http://127.0.0.1:8081/v1/freq/batch -d '{"items":[{"cid":"42","dims":{"device":"abc","bundle":"com.foo"},"windowHours":3},{"cid":"43","dims":{"device":"abc"},"windowHours":24}]}'
+
+  # campaigns, and counting straight on the counter
+  curl -s -XPUT http://127.0.0.1:9080/v1/campaigns/45 -d '{"winLimitHours":2}'
+  curl -s -XPOST 'http://127.0.0.1:8081/v1/incr?cid=45&device=abc&windowHours=2'
+  curl -s http://127.0.0.1:9080/metrics | grep freqcap_callback_
 
 Ctrl-C stops everything.
 `)

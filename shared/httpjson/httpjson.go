@@ -68,3 +68,13 @@ func StatusOf(code int) int {
 		return http.StatusInternalServerError
 	}
 }
+
+// NotFound answers requests for routes that do not exist.
+func NotFound(w http.ResponseWriter, r *http.Request) {
+	Write(w, http.StatusNotFound, Body{Code: apierr.KeyNotFound, Msg: "no such route: " + r.Method + " " + r.URL.Path})
+}
+
+// MethodNotAllowed answers a known route asked with the wrong method.
+func MethodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	Write(w, http.StatusMethodNotAllowed, Body{Code: apierr.InvalidArgument, Msg: "method " + r.Method + " not allowed on " + r.URL.Path})
+}

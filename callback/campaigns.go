@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/ids"
+)
+
+// Campaign is what callback needs to know of a campaign.
+type Campaign struct {
+	// WinLimitHours is the campaign's window; > 0 makes every notice also
+	// count in the hour buckets of the last WinLimitHours hours.
+	WinLimitHours int `json:"winLimitHours"`
+}
+
+// Campaigns reads and writes campaigns in Redis, as the hash
+// campaign:{<cid>}. Reads go through client-side caching, so a known
+// campaign costs no round trip and a change made anywhere reaches every
+// instance as soon as Redis invalidates the cached copy.
+type Campaigns struct {
+	rdb       rueidis.Client
+	ttl       time.Duration
+	maxWindow int
+}
+
+func campaignKey(cid string) string { return "campaign:{" + cid + "}" }
+
+// Get returns the campaign and whether it exists.
+func (c *Campaigns) Get(ctx context.Context, cid string) (Campaign, bool, error) {
+	m, err := c.rdb.DoCache(ctx, c.rdb.B().Hgetall().Key(campaignKey(cid)).Cache(), c.ttl).AsStrMap()
+	if err != nil {
+		return Campaign{}, false, err
+	}
+	if len(m) == 0 {
+		return Campaign{}, false, nil
+	}
+	n, err := strconv.Atoi(m["winLimitHours"])
+	if err != nil || n < 0 {
+		return Campaign{}, true, fmt.Errorf("campaign %s: winLimitHours %q is not a whole number of hours", cid, m["winLimitHours"])
+	}
+	return Campaign{WinLimitHours: min(n, c.maxWindow)}, true, nil
+}
+
+// Validate checks a campaign before it is stored.
+func (c *Campaigns) Validate(cid string, camp Campaign) error {
+	if !ids.ValidCID(cid) {
+		return apierr.Invalid("cid must be %s", ids.CIDRule)
+	}
+	if camp.WinLimitHours < 0 || camp.WinLimitHours > c.maxWindow {
+		return apierr.Invalid("winLimitHours must be between 0 and %d", c.maxWindow)
+	}
+	return nil
+}
+
+// Put stores a campaign.
+func (c *Campaigns) Put(ctx context.Context, cid string, camp Campaign) error {
+	if err := c.Validate(cid, camp); err != nil {
+		return err
+	}
+	return c.rdb.Do(ctx, c.rdb.B().Hset().Key(campaignKey(cid)).FieldValue().
+		FieldValue("winLimitHours", strconv.Itoa(camp.WinLimitHours)).Build()).Error()
+}
+
+// Delete removes a campaign and reports whether it existed.
+func (c *Campaigns) Delete(ctx context.Context, cid string) (bool, error) {
+	n, err := c.rdb.Do(ctx, c.rdb.B().Del().Key(campaignKey(cid)).Build()).AsInt64()
+	return n > 0, err
+}
+
+// campaignFileEntry is one element of CALLBACK_CAMPAIGNS_FILE, a JSON array.
+type campaignFileEntry struct {
+	CID string `json:"cid"`
+	Campaign
+}
+
+// LoadFile stores every campaign of a JSON file [{"cid":"42","winLimitHours":3}, ...].
+func (c *Campaigns) LoadFile(ctx context.Context, path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE: %w", err)
+	}
+	var entries []campaignFileEntry
+	if err := json.Unmarshal(b, &entries); err != nil {
+		return 0, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE %s: %w", path, err)
+	}
+	for i, e := range entries {
+		if err := c.Validate(e.CID, e.Campaign); err != nil {
+			return 0, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE %s: entry %d: %w", path, i, err)
+		}
+	}
+	for _, e := range entries {
+		if err := c.Put(ctx, e.CID, e.Campaign); err != nil {
+			return 0, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE: store campaign %s: %w", e.CID, err)
+		}
+	}
+	return len(entries), nil
+}
+
+// Ping reports whether Redis answers.
+func (c *Campaigns) Ping(ctx context.Context) error {
+	return c.rdb.Do(ctx, c.rdb.B().Ping().Build()).Error()
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/freqcap/freqcap/shared/config"
+	"github.com/freqcap/freqcap/shared/logging"
+)
+
+// Config is every setting of callback, read from the environment.
+type Config struct {
+	Addr            string        `env:"CALLBACK_ADDR" envDefault:":8080"`
+	AdminAddr       string        `env:"CALLBACK_ADMIN_ADDR" envDefault:"127.0.0.1:9080"`
+	CounterURL      string        `env:"COUNTER_URL" envDefault:"http://127.0.0.1:8081"`
+	RedisURL        string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379"`
+	Dimensions      string        `env:"CALLBACK_DIMENSIONS" envDefault:"device,bundle,tagid"`
+	MaxWindowHours  int           `env:"CALLBACK_MAX_WINDOW_HOURS" envDefault:"168"`
+	CampaignsFile   string        `env:"CALLBACK_CAMPAIGNS_FILE"`
+	CampaignTTL     time.Duration `env:"CALLBACK_CAMPAIGN_CACHE_TTL" envDefault:"1m"`
+	QueueSize       int           `env:"CALLBACK_QUEUE_SIZE" envDefault:"100000"`
+	Workers         int           `env:"CALLBACK_WORKERS" envDefault:"32"`
+	ForwardTimeout  time.Duration `env:"CALLBACK_FORWARD_TIMEOUT" envDefault:"2s"`
+	RetryInitial    time.Duration `env:"CALLBACK_RETRY_INITIAL" envDefault:"50ms"`
+	RetryMax        time.Duration `env:"CALLBACK_RETRY_MAX" envDefault:"5s"`
+	RetryFor        time.Duration `env:"CALLBACK_RETRY_FOR" envDefault:"5m"`
+	DrainTimeout    time.Duration `env:"CALLBACK_DRAIN_TIMEOUT" envDefault:"30s"`
+	ShutdownTimeout time.Duration `env:"CALLBACK_SHUTDOWN_TIMEOUT" envDefault:"5s"`
+	Log             logging.Settings
+}
+
+// Settings is Config checked.
+type Settings struct {
+	Config
+	Dimensions []string
+	Counter    *url.URL
+}
+
+func loadSettings(environ []string) (Settings, error) {
+	cfg, err := config.Load[Config](environ)
+	if err != nil {
+		return Settings{}, err
+	}
+	s := Settings{Config: cfg, Dimensions: config.List(cfg.Dimensions)}
+	if len(s.Dimensions) == 0 {
+		return s, fmt.Errorf("CALLBACK_DIMENSIONS: at least one dimension is required")
+	}
+	for i, d := range s.Dimensions {
+		if slices.Contains(s.Dimensions[:i], d) || slices.Contains([]string{"cid", "eid", "event", "windowHours"}, d) {
+			return s, fmt.Errorf("CALLBACK_DIMENSIONS: %q is repeated or reserved", d)
+		}
+	}
+	if s.Counter, err = url.Parse(cfg.CounterURL); err != nil || (s.Counter.Scheme != "http" && s.Counter.Scheme != "https") || s.Counter.Host == "" {
+		return s, fmt.Errorf("COUNTER_URL: want http(s)://host:port, got %q", cfg.CounterURL)
+	}
+	for name, d := range map[string]time.Duration{
+		"CALLBACK_CAMPAIGN_CACHE_TTL": cfg.CampaignTTL, "CALLBACK_FORWARD_TIMEOUT": cfg.ForwardTimeout,
+		"CALLBACK_RETRY_INITIAL": cfg.RetryInitial, "CALLBACK_RETRY_MAX": cfg.RetryMax, "CALLBACK_RETRY_FOR": cfg.RetryFor,
+		"CALLBACK_DRAIN_TIMEOUT": cfg.DrainTimeout, "CALLBACK_SHUTDOWN_TIMEOUT": cfg.ShutdownTimeout,
+	} {
+		if d <= 0 {
+			return s, fmt.Errorf("%s: must be positive, got %s", name, d)
+		}
+	}
+	switch {
+	case cfg.QueueSize < 1:
+		return s, fmt.Errorf("CALLBACK_QUEUE_SIZE: must be at least 1, got %d", cfg.QueueSize)
+	case cfg.Workers < 1:
+		return s, fmt.Errorf("CALLBACK_WORKERS: must be at least 1, got %d", cfg.Workers)
+	case cfg.MaxWindowHours < 1:
+		return s, fmt.Errorf("CALLBACK_MAX_WINDOW_HOURS: must be at least 1, got %d", cfg.MaxWindowHours)
+	}
+	return s, nil
+}

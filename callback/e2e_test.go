@@ -1,0 +1,391 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/freqcap/freqcap/shared/proctest"
+	"github.com/freqcap/freqcap/shared/redistest"
+)
+
+// bins holds the counter and callback binaries, built once for the run.
+var bins string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "freqcap-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := proctest.Build(dir, "./counter", "./callback"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bins = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// stack is redis-server, counter and callback as real processes.
+type stack struct {
+	t           *testing.T
+	redis       *redistest.Server
+	rc          rueidis.Client
+	counter     *proctest.Proc
+	callback    *proctest.Proc
+	counterAddr string
+	public      string
+	admin       string
+}
+
+func startStack(t *testing.T, callbackEnv ...string) *stack {
+	t.Helper()
+	s := &stack{t: t, redis: redistest.Start(t)}
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.redis.Addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	s.rc = c
+	s.counterAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.startCounter()
+	s.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.callback = s.startCallback(callbackEnv...)
+	return s
+}
+
+func (s *stack) startCounter() {
+	s.t.Helper()
+	s.counter = proctest.Start(s.t, filepath.Join(bins, "counter"), "http://"+s.counterAddr+"/healthz",
+		"COUNTER_ADDR="+s.counterAddr, "REDIS_URL="+s.redis.URL(), "LOG_FORMAT=json", "COUNTER_WRITE_TIMEOUT=500ms")
+}
+
+func (s *stack) startCallback(env ...string) *proctest.Proc {
+	s.t.Helper()
+	return proctest.Start(s.t, filepath.Join(bins, "callback"), "http://"+s.admin+"/healthz",
+		append([]string{"CALLBACK_ADDR=" + s.public, "CALLBACK_ADMIN_ADDR=" + s.admin, "COUNTER_URL=http://" + s.counterAddr,
+			"REDIS_URL=" + s.redis.URL(), "LOG_FORMAT=json", "CALLBACK_RETRY_MAX=200ms"}, env...)...)
+}
+
+func (s *stack) do(method, url, body string) (int, http.Header, string) {
+	s.t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// get reads one raw key as an integer (0 when absent).
+func (s *stack) get(key string) int64 {
+	s.t.Helper()
+	v, err := s.rc.Do(context.Background(), s.rc.B().Get().Key(key).Build()).AsInt64()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		s.t.Fatalf("GET %s: %v", key, err)
+	}
+	return v
+}
+
+func (s *stack) exists(key string) bool {
+	s.t.Helper()
+	n, err := s.rc.Do(context.Background(), s.rc.B().Exists().Key(key).Build()).AsInt64()
+	if err != nil {
+		s.t.Fatalf("EXISTS %s: %v", key, err)
+	}
+	return n == 1
+}
+
+// waitKey waits until key holds want, and fails if it goes past it.
+func (s *stack) waitKey(key string, want int64, within time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got := s.get(key)
+		if got == want {
+			return
+		}
+		if got > want {
+			s.t.Fatalf("%s = %d, more than the %d notices sent", key, got, want)
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s = %d after %s, want %d", key, got, within, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestEndToEnd(t *testing.T) {
+	s := startStack(t)
+	admin := "http://" + s.admin
+	pub := "http://" + s.public
+
+	if code, _, body := s.do("PUT", admin+"/v1/campaigns/42", `{"winLimitHours":3}`); code != 200 {
+		t.Fatalf("put campaign: %d %s", code, body)
+	}
+	if code, _, body := s.do("GET", admin+"/v1/campaigns/42", ""); code != 200 || !strings.Contains(body, `"winLimitHours":3`) {
+		t.Fatalf("get campaign: %d %s", code, body)
+	}
+	s.do("PUT", admin+"/v1/campaigns/7", `{"winLimitHours":0}`)
+
+	// Win notices: windowHours goes along only for winLimitHours > 0.
+	for _, u := range []string{
+		"/win?cid=42&device=d1&bundle=com.foo&eid=a1:1&price=0.42",
+		"/win?cid=7&device=d1&eid=a2:1",
+		"/win?cid=unknown&device=d1",
+	} {
+		if code, _, body := s.do("GET", pub+u, ""); code != 204 {
+			t.Fatalf("GET %s: %d %s", u, code, body)
+		}
+	}
+	s.waitKey("freq:{win:device:42:d1}", 1, 5*time.Second)
+	s.waitKey("freq:{win:bundle:42:com.foo}", 1, 5*time.Second)
+	s.waitKey("freq:{win:device:7:d1}", 1, 5*time.Second)
+	s.waitKey("freq:{win:device:unknown:d1}", 1, 5*time.Second)
+	if !s.exists("hfreq:{win:device:42:d1}") {
+		t.Error("campaign 42 (winLimitHours 3): no hour bucket")
+	}
+	for _, k := range []string{"hfreq:{win:device:7:d1}", "hfreq:{win:device:unknown:d1}"} {
+		if s.exists(k) {
+			t.Errorf("%s written for a campaign without winLimitHours", k)
+		}
+	}
+	code, _, body := s.do("GET", "http://"+s.counterAddr+"/v1/freq?cid=42&device=d1&windowHours=3", "")
+	if code != 200 || !strings.Contains(body, `"device":{"day":1,"window":1}`) {
+		t.Errorf("counter read: %d %s", code, body)
+	}
+
+	// The same eid again (an exchange's resend) is counted once.
+	for range 3 {
+		s.do("POST", pub+"/win?cid=42&device=d1&bundle=com.foo&eid=a1:1", "")
+	}
+	s.do("POST", pub+"/billing?cid=42&device=d1&eid=a1:1", "")
+	s.waitKey("freq:{billing:device:42:d1}", 1, 5*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	if n := s.get("freq:{win:device:42:d1}"); n != 1 {
+		t.Errorf("duplicate eids counted %d times, want once", n)
+	}
+
+	// Impression pixel.
+	code, h, body := s.do("GET", pub+"/imp?cid=42&tagid=t9&eid=a3:1", "")
+	if code != 200 || h.Get("Content-Type") != "image/gif" || !strings.HasPrefix(body, "GIF89a") || !strings.Contains(h.Get("Cache-Control"), "no-store") {
+		t.Errorf("pixel: %d %v %q", code, h, body)
+	}
+	s.waitKey("freq:{imp:tagid:42:t9}", 1, 5*time.Second)
+
+	// Bad notices: 400 with the JSON error, nothing counted.
+	before := dbsize(t, s)
+	for u, msg := range map[string]string{
+		"/win?device=d1": "cid must be",
+		"/win?cid=42":    "at least one dimension",
+		"/win?cid=42&device=d1&eid=${AUCTION_ID}": "unsubstituted macro",
+		"/imp?cid=42&device=AUDIT":                "AUDIT",
+		"/billing?cid=${CID}&device=d1":           "unsubstituted macro",
+	} {
+		code, _, body := s.do("GET", pub+u, "")
+		if code != 400 || !strings.Contains(body, `"code":10003`) || !strings.Contains(body, msg) {
+			t.Errorf("GET %s: %d %s, want 400 naming %q", u, code, body, msg)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if after := dbsize(t, s); after != before {
+		t.Errorf("bad notices changed Redis: %d keys before, %d after", before, after)
+	}
+
+	// Metrics tell the story.
+	_, _, metrics := s.do("GET", admin+"/metrics", "")
+	for _, want := range []string{
+		`freqcap_callback_notices_accepted_total{event="win"}`,
+		`freqcap_callback_notices_rejected_total{event="win",reason="macro"}`,
+		`freqcap_callback_notices_rejected_total{event="imp",reason="audit"}`,
+		`freqcap_callback_forwarded_total{result="duplicate"}`,
+		`freqcap_callback_unknown_campaigns_total 1`,
+		`freqcap_callback_queue_depth 0`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	if code, _, _ := s.do("DELETE", admin+"/v1/campaigns/42", ""); code != 204 {
+		t.Errorf("delete campaign: %d", code)
+	}
+	if code, _, body := s.do("GET", admin+"/v1/campaigns/42", ""); code != 404 || !strings.Contains(body, `"code":10002`) {
+		t.Errorf("get deleted campaign: %d %s", code, body)
+	}
+	if code, _, body := s.do("PUT", admin+"/v1/campaigns/42", `{"winLimitHours":-1}`); code != 400 || !strings.Contains(body, "winLimitHours must be") {
+		t.Errorf("bad campaign: %d %s", code, body)
+	}
+}
+
+func dbsize(t *testing.T, s *stack) int64 {
+	t.Helper()
+	n, err := s.rc.Do(context.Background(), s.rc.B().Dbsize().Build()).AsInt64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestCampaignChangeReachesCallbackWithinASecond changes a campaign with a
+// plain Redis command, as redis-cli would, and expects the next notices to
+// follow it without a restart.
+func TestCampaignChangeReachesCallbackWithinASecond(t *testing.T) {
+	s := startStack(t)
+	s.do("PUT", "http://"+s.admin+"/v1/campaigns/9", `{"winLimitHours":0}`)
+	s.do("GET", "http://"+s.public+"/win?cid=9&device=before", "")
+	s.waitKey("freq:{win:device:9:before}", 1, 5*time.Second)
+	if s.exists("hfreq:{win:device:9:before}") {
+		t.Fatal("hour bucket written with winLimitHours 0")
+	}
+	if err := s.rc.Do(context.Background(), s.rc.B().Hset().Key("campaign:{9}").FieldValue().FieldValue("winLimitHours", "2").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	changed := time.Now()
+	for i := 0; ; i++ {
+		dev := "after" + strconv.Itoa(i)
+		s.do("GET", "http://"+s.public+"/win?cid=9&device="+dev, "")
+		s.waitKey("freq:{win:device:9:"+dev+"}", 1, 5*time.Second)
+		if s.exists("hfreq:{win:device:9:" + dev + "}") {
+			break
+		}
+		if time.Since(changed) > time.Second {
+			t.Fatalf("campaign change not seen by callback after %s", time.Since(changed))
+		}
+	}
+}
+
+// sendAll sends n win notices with distinct eids for one device from a few
+// concurrent senders, resending on 503 as an exchange would, and calls
+// during(i) once when notice i is about to go.
+func sendAll(t *testing.T, pub, cid string, n int, during map[int]func()) {
+	t.Helper()
+	var next atomic.Int64
+	var failed atomic.Value
+	var hooks sync.Mutex
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 5 * time.Second}
+	for range 8 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				hooks.Lock()
+				if f := during[i]; f != nil {
+					delete(during, i)
+					f()
+				}
+				hooks.Unlock()
+				u := fmt.Sprintf("%s/win?cid=%s&device=dev&eid=e%d", pub, cid, i)
+				for attempt := 0; ; attempt++ {
+					resp, err := client.Get(u)
+					if err == nil {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						if resp.StatusCode == http.StatusNoContent {
+							break
+						}
+						if resp.StatusCode != http.StatusServiceUnavailable {
+							failed.Store(fmt.Sprintf("notice %d: status %d", i, resp.StatusCode))
+							return
+						}
+					}
+					if attempt > 500 {
+						failed.Store(fmt.Sprintf("notice %d never accepted: %v", i, err))
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if f := failed.Load(); f != nil {
+		t.Fatal(f)
+	}
+}
+
+func TestNoLossWhenCounterRestarts(t *testing.T) {
+	s := startStack(t)
+	s.do("PUT", "http://"+s.admin+"/v1/campaigns/loss", `{"winLimitHours":2}`)
+	sendAll(t, "http://"+s.public, "loss", 10_000, map[int]func(){
+		3000: func() { s.counter.Kill() },
+		5000: func() { s.startCounter() },
+	})
+	s.waitKey("freq:{win:device:loss:dev}", 10_000, 60*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	s.waitKey("freq:{win:device:loss:dev}", 10_000, 0)
+}
+
+func TestNoLossWhenRedisStalls(t *testing.T) {
+	s := startStack(t)
+	s.do("PUT", "http://"+s.admin+"/v1/campaigns/stall", `{"winLimitHours":2}`)
+	resumed := make(chan struct{})
+	sendAll(t, "http://"+s.public, "stall", 10_000, map[int]func(){
+		3000: func() {
+			s.redis.Pause()
+			time.AfterFunc(2*time.Second, func() { s.redis.Resume(); close(resumed) })
+		},
+	})
+	<-resumed
+	s.waitKey("freq:{win:device:stall:dev}", 10_000, 60*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	s.waitKey("freq:{win:device:stall:dev}", 10_000, 0)
+}
+
+// TestDrainOnSIGTERM fills the queue while the counter is down, then starts
+// the counter and stops callback: everything accepted is delivered first.
+func TestDrainOnSIGTERM(t *testing.T) {
+	s := startStack(t, "CALLBACK_QUEUE_SIZE=500", "CALLBACK_WORKERS=4")
+	s.counter.Kill()
+	accepted := 0
+	for i := 0; ; i++ {
+		code, h, _ := s.do("GET", fmt.Sprintf("http://%s/win?cid=drain&device=dev&eid=e%d", s.public, i), "")
+		if code == 503 {
+			if h.Get("Retry-After") == "" {
+				t.Error("503 without Retry-After")
+			}
+			break
+		}
+		if code != 204 {
+			t.Fatalf("notice %d: %d", i, code)
+		}
+		accepted++
+	}
+	if accepted < 500 {
+		t.Fatalf("queue took only %d notices before refusing", accepted)
+	}
+	s.startCounter()
+	s.callback.Signal(syscall.SIGTERM)
+	if err := s.callback.Wait(30 * time.Second); err != nil {
+		t.Fatalf("callback exit: %v", err)
+	}
+	if n := s.get("freq:{win:device:drain:dev}"); n != int64(accepted) {
+		t.Errorf("after drain: %d counted, %d accepted", n, accepted)
+	}
+	if !strings.Contains(s.callback.Logs(), "every accepted notice was delivered") {
+		t.Errorf("drain log line missing:\n%s", s.callback.Logs())
+	}
+}

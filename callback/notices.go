@@ -1,0 +1,144 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/httpjson"
+	"github.com/freqcap/freqcap/shared/ids"
+)
+
+// pixel is a 1x1 transparent GIF, the answer to impression pixels.
+var pixel = []byte("GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\x00\x00\x00!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;")
+
+// rejection is a refused notice: the reason label and the caller's error.
+type rejection struct {
+	reason string
+	err    error
+}
+
+// checkValue refuses values an exchange left unfilled: an unsubstituted
+// macro such as ${AUCTION_ID}, or the AUDIT placeholder of a test render.
+func checkValue(name, v string) *rejection {
+	switch {
+	case strings.Contains(v, "${"):
+		return &rejection{"macro", apierr.Invalid("%s is an unsubstituted macro: %q", name, v)}
+	case strings.Contains(v, "AUDIT"):
+		return &rejection{"audit", apierr.Invalid("%s is an exchange test render (AUDIT): nothing counted", name)}
+	}
+	return nil
+}
+
+// parseNotice validates a notice's parameters and builds the counter query.
+// Parameters other than cid, eid and the dimensions are ignored: exchanges
+// append their own (prices, ...).
+func parseNotice(event string, dims []string, form url.Values) (notice, *rejection) {
+	n := notice{event: event, cid: form.Get("cid"), eid: form.Get("eid")}
+	if rej := checkValue("cid", n.cid); rej != nil {
+		return n, rej
+	}
+	if !ids.ValidCID(n.cid) {
+		return n, &rejection{"invalid", apierr.Invalid("cid must be %s", ids.CIDRule)}
+	}
+	var q strings.Builder
+	q.WriteString("cid=")
+	q.WriteString(n.cid)
+	q.WriteString("&event=")
+	q.WriteString(event)
+	found := false
+	for _, d := range dims {
+		v := form.Get(d)
+		if v == "" {
+			continue
+		}
+		if rej := checkValue(d, v); rej != nil {
+			return n, rej
+		}
+		if !ids.ValidID(v) {
+			return n, &rejection{"invalid", apierr.Invalid("%s must be %s", d, ids.IDRule)}
+		}
+		found = true
+		q.WriteString("&" + d + "=")
+		q.WriteString(url.QueryEscape(v))
+	}
+	if !found {
+		return n, &rejection{"invalid", apierr.Invalid("at least one dimension is required (%s)", strings.Join(dims, ", "))}
+	}
+	if n.eid != "" {
+		if rej := checkValue("eid", n.eid); rej != nil {
+			return n, rej
+		}
+		if !ids.ValidID(n.eid) {
+			return n, &rejection{"invalid", apierr.Invalid("eid must be %s", ids.IDRule)}
+		}
+	} else {
+		// Retries of one delivery must not count twice even without an
+		// exchange id: give the notice one of its own.
+		n.eid = generatedEID()
+	}
+	q.WriteString("&eid=")
+	q.WriteString(url.QueryEscape(n.eid))
+	n.query = q.String()
+	return n, nil
+}
+
+// generatedEID is a random id for notices that came without one.
+func generatedEID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "cb-" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// handleNotice takes one kind of notice: validate, queue, answer at once.
+func handleNotice(event string, dims []string, fwd *Forwarder, m *metrics, draining *atomic.Bool, log *slog.Logger, asPixel bool) http.Handler {
+	received := m.received.WithLabelValues(event)
+	accepted := m.accepted.WithLabelValues(event)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		received.Inc()
+		if draining.Load() {
+			m.rejected.WithLabelValues(event, "draining").Inc()
+			unavailable(w, r, log, "shutting down, send again")
+			return
+		}
+		if err := r.ParseForm(); err != nil {
+			m.rejected.WithLabelValues(event, "invalid").Inc()
+			httpjson.Error(w, r, log, apierr.Invalid("malformed parameters: %s", err))
+			return
+		}
+		n, rej := parseNotice(event, dims, r.Form)
+		if rej != nil {
+			m.rejected.WithLabelValues(event, rej.reason).Inc()
+			httpjson.Error(w, r, log, rej.err)
+			return
+		}
+		n.accepted = time.Now()
+		if !fwd.Enqueue(n) {
+			m.rejected.WithLabelValues(event, "queue_full").Inc()
+			unavailable(w, r, log, "queue full, send again")
+			return
+		}
+		accepted.Inc()
+		if !asPixel {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", "image/gif")
+		h.Set("Cache-Control", "no-cache, no-store, must-revalidate, max-age=0")
+		h.Set("Pragma", "no-cache")
+		h.Set("Expires", "0")
+		_, _ = w.Write(pixel)
+	})
+}
+
+func unavailable(w http.ResponseWriter, r *http.Request, log *slog.Logger, msg string) {
+	w.Header().Set("Retry-After", "1")
+	httpjson.Error(w, r, log, apierr.Unavailablef("%s", msg))
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestParseNotice(t *testing.T) {
+	dims := []string{"device", "bundle", "tagid"}
+	tests := []struct {
+		raw    string
+		reason string // "" when accepted
+		msg    string
+		query  string // the counter query without eid, when accepted
+	}{
+		{raw: "cid=42&device=abc&bundle=com.foo&eid=a1:i1&price=1.2&foo=bar", query: "cid=42&event=win&device=abc&bundle=com.foo&eid=a1%3Ai1"},
+		{raw: "cid=42&tagid=7", query: "cid=42&event=win&tagid=7&eid=cb-"},
+		{raw: "cid=42&device=&bundle=b", query: "cid=42&event=win&bundle=b&eid=cb-"},
+		{raw: "device=abc", reason: "invalid", msg: "cid must be"},
+		{raw: "cid=4:2&device=abc", reason: "invalid", msg: "cid must be"},
+		{raw: "cid=42", reason: "invalid", msg: "at least one dimension"},
+		{raw: "cid=42&devise=abc", reason: "invalid", msg: "at least one dimension"},
+		{raw: "cid=42&device=a%20b", reason: "invalid", msg: "device must be"},
+		{raw: "cid=${CAMPAIGN_ID}&device=abc", reason: "macro", msg: "cid is an unsubstituted macro"},
+		{raw: "cid=42&device=${DEVICE_ID}", reason: "macro", msg: "device is an unsubstituted macro"},
+		{raw: "cid=42&device=abc&eid=${AUCTION_ID}:${AUCTION_IMP_ID}", reason: "macro", msg: "eid is an unsubstituted macro"},
+		{raw: "cid=42&device=abc&eid=AUDIT", reason: "audit", msg: "AUDIT"},
+		{raw: "cid=42&bundle=AUDIT", reason: "audit", msg: "AUDIT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			form, err := url.ParseQuery(tt.raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, rej := parseNotice("win", dims, form)
+			if tt.reason == "" {
+				if rej != nil {
+					t.Fatalf("rejected: %s %v", rej.reason, rej.err)
+				}
+				if !strings.HasPrefix(n.query, tt.query) {
+					t.Errorf("query %q, want prefix %q", n.query, tt.query)
+				}
+				return
+			}
+			if rej == nil {
+				t.Fatalf("accepted %q, want rejection %s", n.query, tt.reason)
+			}
+			if rej.reason != tt.reason || !strings.Contains(rej.err.Error(), tt.msg) {
+				t.Errorf("rejection %s %q, want %s containing %q", rej.reason, rej.err, tt.reason, tt.msg)
+			}
+		})
+	}
+}
+
+func TestGeneratedEIDsDiffer(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := generatedEID()
+		if seen[id] || len(id) > 128 {
+			t.Fatalf("eid %q repeated or too long", id)
+		}
+		seen[id] = true
+	}
+}

@@ -1,0 +1,56 @@
+// Package httpserver runs an http.Server on a listener opened up front, so
+// a bad address fails start-up with the variable's name, and shuts it down
+// gracefully.
+package httpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Server is one listening http.Server.
+type Server struct {
+	srv  *http.Server
+	addr string
+	errc chan error
+}
+
+// Listen opens addr (named by variable in errors) and serves h on it.
+func Listen(addr, variable string, h http.Handler) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", variable, err)
+	}
+	s := &Server{
+		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute},
+		addr: ln.Addr().String(),
+		errc: make(chan error, 1),
+	}
+	go func() {
+		if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			s.errc <- err
+		}
+	}()
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.addr }
+
+// Err delivers an error if the server stops serving on its own.
+func (s *Server) Err() <-chan error { return s.errc }
+
+// Shutdown stops accepting connections and waits up to timeout for
+// in-flight requests to finish.
+func (s *Server) Shutdown(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return s.srv.Shutdown(ctx)
+}
+
+// Close stops the server at once.
+func (s *Server) Close() { _ = s.srv.Close() }

@@ -1,0 +1,53 @@
+// Package ids validates the identifiers that become part of Redis keys:
+// campaign ids and dimension or event ids.
+package ids
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// CIDRule and IDRule describe the rules in error messages.
+const (
+	CIDRule = "1-64 characters of [A-Za-z0-9._-]"
+	IDRule  = "1-128 bytes without whitespace or control characters"
+)
+
+// ValidCID reports whether s is a campaign (scope) id: 1-64 characters of
+// [A-Za-z0-9._-]. It never contains ':', the key separator.
+func ValidCID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidID reports whether s is an opaque id: 1-128 bytes of valid UTF-8
+// without whitespace or control characters.
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c <= ' ' || c == 0x7f {
+				return false
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError || unicode.IsSpace(r) || unicode.IsControl(r) {
+			return false
+		}
+		i += size
+	}
+	return true
+}

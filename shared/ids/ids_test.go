@@ -1,0 +1,30 @@
+package ids
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestValidCID(t *testing.T) {
+	for s, want := range map[string]bool{
+		"42": true, "li-7.a_B": true, strings.Repeat("a", 64): true,
+		"": false, strings.Repeat("a", 65): false, "a:b": false, "a b": false, "{x}": false, "é": false,
+	} {
+		if got := ValidCID(s); got != want {
+			t.Errorf("ValidCID(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func TestValidID(t *testing.T) {
+	for s, want := range map[string]bool{
+		"abc": true, "6f1c2a9e-8a3b-4c1d-9e2f-0a1b2c3d4e5f": true, "com.foo:bar{x}": true, "设备": true,
+		strings.Repeat("x", 128): true,
+		"":                       false, strings.Repeat("x", 129): false, "a b": false, "a\tb": false, "a\x00b": false,
+		"a\x7fb": false, "a\u00a0b": false, "a\u2028b": false, "\xff": false,
+	} {
+		if got := ValidID(s); got != want {
+			t.Errorf("ValidID(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
