@@ -72,7 +72,7 @@ func startStack(t *testing.T, callbackEnv ...string) *stack {
 func (s *stack) startCounter() {
 	s.t.Helper()
 	s.counter = proctest.Start(s.t, filepath.Join(bins, "counter"), "http://"+s.counterAddr+"/healthz",
-		"COUNTER_ADDR="+s.counterAddr, "REDIS_URL="+s.redis.URL(), "LOG_FORMAT=json", "COUNTER_WRITE_TIMEOUT=500ms")
+		"COUNTER_ADDR="+s.counterAddr, "REDIS_URL="+s.redis.URL(), "LOG_FORMAT=json", "COUNTER_WRITE_TIMEOUT=500ms", "COUNTER_READ_TIMEOUT=2s")
 }
 
 func (s *stack) startCallback(env ...string) *proctest.Proc {

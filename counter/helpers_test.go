@@ -56,7 +56,10 @@ func (c *clock) Add(d time.Duration) {
 // testSettings are the defaults with the given variables set on top.
 func testSettings(t testing.TB, redisURL string, kv ...string) Settings {
 	t.Helper()
-	env := append([]string{"REDIS_URL=" + redisURL}, kv...)
+	// Reads get a generous deadline unless a test asks otherwise: the race
+	// detector on a loaded machine is slow, and only degradation tests want
+	// the deadline to bite.
+	env := append([]string{"REDIS_URL=" + redisURL, "COUNTER_READ_TIMEOUT=2s"}, kv...)
 	s, err := loadSettings(env)
 	if err != nil {
 		t.Fatalf("settings: %v", err)

@@ -221,8 +221,11 @@ func TestReadFailsOpenWithinDeadline(t *testing.T) {
 	st, _ := testStore(t, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=20ms")
 	q := []Query{
 		{CID: "1", Event: "win", WindowHours: 2, Dims: []Dim{{"device", "a"}, {"bundle", "b"}}},
-		{CID: "2", Event: "win", Dims: []Dim{{"tagid", "c"}}},
+		{CID: "2", Event: "win", Dims: []Dim{{"device", "c"}}},
 	}
+	// Every item has an uncached dimension: a cached one may rightly still
+	// be answered from the local cache in the instant before rueidis notices
+	// the connection is gone.
 	if _, err := st.Incr(context.Background(), &Query{CID: "1", Event: "win", Dims: []Dim{{"device", "a"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +235,9 @@ func TestReadFailsOpenWithinDeadline(t *testing.T) {
 			start := time.Now()
 			res := st.Read(context.Background(), q)
 			took := time.Since(start)
-			if took > 20*time.Millisecond+15*time.Millisecond {
+			// The margin absorbs a loaded CI machine; what must never
+			// happen is waiting on rueidis's reconnect paths (about 1 s).
+			if took > 20*time.Millisecond+100*time.Millisecond {
 				t.Errorf("%s: read took %s, deadline 20ms", name, took)
 			}
 			for i, r := range res {
