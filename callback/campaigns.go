@@ -19,6 +19,9 @@ type Campaign struct {
 	// WinLimitHours is the campaign's window; > 0 makes every notice also
 	// count in the hour buckets of the last WinLimitHours hours.
 	WinLimitHours int `json:"winLimitHours"`
+	// PaceWindowSec > 0 makes every notice also recorded, by event id, in
+	// the exact sliding window the bidder reads for pacing caps.
+	PaceWindowSec int `json:"paceWindowSec,omitempty"`
 }
 
 // Campaigns reads and writes campaigns in Redis, as the hash
@@ -29,6 +32,7 @@ type Campaigns struct {
 	rdb       rueidis.Client
 	ttl       time.Duration
 	maxWindow int
+	maxPace   int
 }
 
 func campaignKey(cid string) string { return "campaign:{" + cid + "}" }
@@ -42,11 +46,21 @@ func (c *Campaigns) Get(ctx context.Context, cid string) (Campaign, bool, error)
 	if len(m) == 0 {
 		return Campaign{}, false, nil
 	}
-	n, err := strconv.Atoi(m["winLimitHours"])
-	if err != nil || n < 0 {
-		return Campaign{}, true, fmt.Errorf("campaign %s: winLimitHours %q is not a whole number of hours", cid, m["winLimitHours"])
+	var camp Campaign
+	for field, dst := range map[string]*int{"winLimitHours": &camp.WinLimitHours, "paceWindowSec": &camp.PaceWindowSec} {
+		v, ok := m[field]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return Campaign{}, true, fmt.Errorf("campaign %s: %s %q is not a whole number", cid, field, v)
+		}
+		*dst = n
 	}
-	return Campaign{WinLimitHours: min(n, c.maxWindow)}, true, nil
+	camp.WinLimitHours = min(camp.WinLimitHours, c.maxWindow)
+	camp.PaceWindowSec = min(camp.PaceWindowSec, c.maxPace)
+	return camp, true, nil
 }
 
 // Validate checks a campaign before it is stored.
@@ -57,6 +71,9 @@ func (c *Campaigns) Validate(cid string, camp Campaign) error {
 	if camp.WinLimitHours < 0 || camp.WinLimitHours > c.maxWindow {
 		return apierr.Invalid("winLimitHours must be between 0 and %d", c.maxWindow)
 	}
+	if camp.PaceWindowSec < 0 || camp.PaceWindowSec > c.maxPace {
+		return apierr.Invalid("paceWindowSec must be between 0 and %d", c.maxPace)
+	}
 	return nil
 }
 
@@ -66,7 +83,8 @@ func (c *Campaigns) Put(ctx context.Context, cid string, camp Campaign) error {
 		return err
 	}
 	return c.rdb.Do(ctx, c.rdb.B().Hset().Key(campaignKey(cid)).FieldValue().
-		FieldValue("winLimitHours", strconv.Itoa(camp.WinLimitHours)).Build()).Error()
+		FieldValue("winLimitHours", strconv.Itoa(camp.WinLimitHours)).
+		FieldValue("paceWindowSec", strconv.Itoa(camp.PaceWindowSec)).Build()).Error()
 }
 
 // Delete removes a campaign and reports whether it existed.

@@ -18,6 +18,7 @@ type Config struct {
 	RedisURL        string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379"`
 	Dimensions      string        `env:"CALLBACK_DIMENSIONS" envDefault:"device,bundle,tagid"`
 	MaxWindowHours  int           `env:"CALLBACK_MAX_WINDOW_HOURS" envDefault:"168"`
+	MaxPaceWindow   int           `env:"CALLBACK_MAX_PACE_WINDOW_SEC" envDefault:"604800"`
 	CampaignsFile   string        `env:"CALLBACK_CAMPAIGNS_FILE"`
 	CampaignTTL     time.Duration `env:"CALLBACK_CAMPAIGN_CACHE_TTL" envDefault:"1m"`
 	QueueSize       int           `env:"CALLBACK_QUEUE_SIZE" envDefault:"100000"`
@@ -69,6 +70,8 @@ func loadSettings(environ []string) (Settings, error) {
 		return s, fmt.Errorf("CALLBACK_QUEUE_SIZE: must be at least 1, got %d", cfg.QueueSize)
 	case cfg.Workers < 1:
 		return s, fmt.Errorf("CALLBACK_WORKERS: must be at least 1, got %d", cfg.Workers)
+	case cfg.MaxPaceWindow < 1:
+		return s, fmt.Errorf("CALLBACK_MAX_PACE_WINDOW_SEC: must be at least 1, got %d", cfg.MaxPaceWindow)
 	case cfg.MaxWindowHours < 1:
 		return s, fmt.Errorf("CALLBACK_MAX_WINDOW_HOURS: must be at least 1, got %d", cfg.MaxWindowHours)
 	}

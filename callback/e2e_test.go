@@ -147,6 +147,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("get campaign: %d %s", code, body)
 	}
 	s.do("PUT", admin+"/v1/campaigns/7", `{"winLimitHours":0}`)
+	s.do("PUT", admin+"/v1/campaigns/8", `{"winLimitHours":2,"paceWindowSec":600}`)
 
 	// Win notices: windowHours goes along only for winLimitHours > 0.
 	for _, u := range []string{
@@ -165,7 +166,16 @@ func TestEndToEnd(t *testing.T) {
 	if !s.exists("hfreq:{win:device:42:d1}") {
 		t.Error("campaign 42 (winLimitHours 3): no hour bucket")
 	}
-	for _, k := range []string{"hfreq:{win:device:7:d1}", "hfreq:{win:device:unknown:d1}"} {
+	// paceWindowSec goes along for campaigns that have one: the event is
+	// recorded once per eid in the pace ZSet.
+	for range 2 {
+		s.do("GET", pub+"/win?cid=8&device=d1&eid=p1", "")
+	}
+	s.waitKey("freq:{win:device:8:d1}", 1, 5*time.Second)
+	if n, err := s.rc.Do(context.Background(), s.rc.B().Zcard().Key("sfreq:{win:device:8:d1}").Build()).AsInt64(); err != nil || n != 1 {
+		t.Errorf("pace ZSet of campaign 8: %d members (%v), want 1", n, err)
+	}
+	for _, k := range []string{"hfreq:{win:device:7:d1}", "hfreq:{win:device:unknown:d1}", "sfreq:{win:device:42:d1}"} {
 		if s.exists(k) {
 			t.Errorf("%s written for a campaign without winLimitHours", k)
 		}

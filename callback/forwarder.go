@@ -177,6 +177,9 @@ func (f *Forwarder) attempt(n notice) (bool, error) {
 	if camp.WinLimitHours > 0 {
 		u += "&windowHours=" + strconv.Itoa(camp.WinLimitHours)
 	}
+	if camp.PaceWindowSec > 0 {
+		u += "&paceWindowSec=" + strconv.Itoa(camp.PaceWindowSec)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
 	if err != nil {
 		return false, backoff.Permanent(err)

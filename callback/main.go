@@ -49,7 +49,7 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 	}
 	defer rdb.Close()
 
-	campaigns := &Campaigns{rdb: rdb, ttl: s.CampaignTTL, maxWindow: s.MaxWindowHours}
+	campaigns := &Campaigns{rdb: rdb, ttl: s.CampaignTTL, maxWindow: s.MaxWindowHours, maxPace: s.MaxPaceWindow}
 	if s.CampaignsFile != "" {
 		n, err := campaigns.LoadFile(ctx, s.CampaignsFile)
 		if err != nil {

@@ -18,7 +18,7 @@ func BenchmarkStoreIncr(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		q := Query{CID: "42", Event: "win", WindowHours: 3, Dims: []Dim{
+		q := Query{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{
 			{"device", "dev-" + strconv.Itoa(i%100000)}, {"bundle", "com.foo"}, {"tagid", "7"}}}
 		if _, err := st.Incr(ctx, &q); err != nil {
 			b.Fatal(err)
@@ -47,17 +47,17 @@ func benchRead(b *testing.B, qs []Query) {
 }
 
 func BenchmarkStoreReadDevice(b *testing.B) {
-	benchRead(b, []Query{{CID: "42", Event: "win", WindowHours: 3, Dims: []Dim{{"device", "abc"}}}})
+	benchRead(b, []Query{{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{{"device", "abc"}}}})
 }
 
 func BenchmarkStoreReadCached(b *testing.B) {
-	benchRead(b, []Query{{CID: "42", Event: "win", WindowHours: 3, Dims: []Dim{{"bundle", "com.foo"}, {"tagid", "7"}}}})
+	benchRead(b, []Query{{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{{"bundle", "com.foo"}, {"tagid", "7"}}}})
 }
 
 func BenchmarkStoreReadBatch50(b *testing.B) {
 	qs := make([]Query, 50)
 	for i := range qs {
-		qs[i] = Query{CID: strconv.Itoa(i), Event: "win", WindowHours: 3, Dims: []Dim{{"device", "abc"}, {"bundle", "com.foo"}, {"tagid", "7"}}}
+		qs[i] = Query{CID: strconv.Itoa(i), Event: "win", Windows: []int{3}, Dims: []Dim{{"device", "abc"}, {"bundle", "com.foo"}, {"tagid", "7"}}}
 	}
 	benchRead(b, qs)
 }
@@ -72,7 +72,7 @@ func BenchmarkParseQuery(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		vals, _ := url.ParseQuery(raw)
-		if _, err := p.fromURL(vals); err != nil {
+		if _, err := p.fromURL(vals, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

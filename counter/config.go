@@ -13,20 +13,21 @@ import (
 
 // Config is every setting of the counter, read from the environment.
 type Config struct {
-	Addr            string        `env:"COUNTER_ADDR" envDefault:":8081"`
-	RedisURL        string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379"`
-	Timezone        string        `env:"COUNTER_TIMEZONE" envDefault:"UTC"`
-	Dimensions      string        `env:"COUNTER_DIMENSIONS" envDefault:"device,bundle,tagid"`
-	CachedDims      string        `env:"COUNTER_CACHED_DIMENSIONS" envDefault:"bundle,tagid"`
-	Events          string        `env:"COUNTER_EVENTS" envDefault:"win,billing,imp"`
-	MaxWindowHours  int           `env:"COUNTER_MAX_WINDOW_HOURS" envDefault:"168"`
-	MaxBatch        int           `env:"COUNTER_MAX_BATCH" envDefault:"1000"`
-	CacheTTL        time.Duration `env:"COUNTER_CACHE_TTL" envDefault:"10s"`
-	ReadTimeout     time.Duration `env:"COUNTER_READ_TIMEOUT" envDefault:"5ms"`
-	WriteTimeout    time.Duration `env:"COUNTER_WRITE_TIMEOUT" envDefault:"1s"`
-	DedupeTTL       time.Duration `env:"COUNTER_DEDUPE_TTL" envDefault:"10m"`
-	ShutdownTimeout time.Duration `env:"COUNTER_SHUTDOWN_TIMEOUT" envDefault:"10s"`
-	Log             logging.Settings
+	Addr             string        `env:"COUNTER_ADDR" envDefault:":8081"`
+	RedisURL         string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379"`
+	Timezone         string        `env:"COUNTER_TIMEZONE" envDefault:"UTC"`
+	Dimensions       string        `env:"COUNTER_DIMENSIONS" envDefault:"device,bundle,tagid"`
+	CachedDims       string        `env:"COUNTER_CACHED_DIMENSIONS" envDefault:"bundle,tagid"`
+	Events           string        `env:"COUNTER_EVENTS" envDefault:"win,billing,imp"`
+	MaxWindowHours   int           `env:"COUNTER_MAX_WINDOW_HOURS" envDefault:"168"`
+	MaxPaceWindowSec int           `env:"COUNTER_MAX_PACE_WINDOW_SEC" envDefault:"604800"`
+	MaxBatch         int           `env:"COUNTER_MAX_BATCH" envDefault:"1000"`
+	CacheTTL         time.Duration `env:"COUNTER_CACHE_TTL" envDefault:"10s"`
+	ReadTimeout      time.Duration `env:"COUNTER_READ_TIMEOUT" envDefault:"5ms"`
+	WriteTimeout     time.Duration `env:"COUNTER_WRITE_TIMEOUT" envDefault:"1s"`
+	DedupeTTL        time.Duration `env:"COUNTER_DEDUPE_TTL" envDefault:"10m"`
+	ShutdownTimeout  time.Duration `env:"COUNTER_SHUTDOWN_TIMEOUT" envDefault:"10s"`
+	Log              logging.Settings
 }
 
 // Settings is Config checked and turned into the values the store and the
@@ -42,7 +43,7 @@ type Settings struct {
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 
 // reserved are query parameters that a dimension must not shadow.
-var reserved = []string{"cid", "event", "windowHours", "eid"}
+var reserved = []string{"cid", "event", "windowHours", "eid", "paceWindowSec", "windowSec", "limit", "minGapSec"}
 
 func loadSettings(environ []string) (Settings, error) {
 	cfg, err := config.Load[Config](environ)
@@ -80,6 +81,8 @@ func loadSettings(environ []string) (Settings, error) {
 	switch {
 	case cfg.MaxWindowHours < 1 || cfg.MaxWindowHours > 24*366:
 		return s, fmt.Errorf("COUNTER_MAX_WINDOW_HOURS: must be between 1 and %d, got %d", 24*366, cfg.MaxWindowHours)
+	case cfg.MaxPaceWindowSec < 1:
+		return s, fmt.Errorf("COUNTER_MAX_PACE_WINDOW_SEC: must be at least 1, got %d", cfg.MaxPaceWindowSec)
 	case cfg.MaxBatch < 1:
 		return s, fmt.Errorf("COUNTER_MAX_BATCH: must be at least 1, got %d", cfg.MaxBatch)
 	case cfg.ReadTimeout <= 0:

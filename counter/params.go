@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"strings"
 	"net/url"
 	"slices"
 	"strconv"
@@ -9,20 +12,25 @@ import (
 	"github.com/freqcap/freqcap/shared/ids"
 )
 
+// maxWindows is how many hour windows one read may ask for.
+const maxWindows = 10
+
 // parser validates requests against the configured dimensions and events.
 type parser struct {
 	dims      []string
 	events    []string
 	maxWindow int
+	maxPace   int
 }
 
 func newParser(s Settings) *parser {
-	return &parser{dims: s.Dimensions, events: s.Events, maxWindow: s.MaxWindowHours}
+	return &parser{dims: s.Dimensions, events: s.Events, maxWindow: s.MaxWindowHours, maxPace: s.MaxPaceWindowSec}
 }
 
 // fromURL reads one query from URL parameters. Every parameter must be known
-// and given once: typos in an internal API must not pass silently.
-func (p *parser) fromURL(vals url.Values) (Query, error) {
+// and given once: typos in an internal API must not pass silently. extra
+// names the endpoint's own parameters and receives their values.
+func (p *parser) fromURL(vals url.Values, extra map[string]*string) (Query, error) {
 	q := Query{Event: p.events[0]}
 	for name, vs := range vals {
 		if len(vs) != 1 {
@@ -37,12 +45,22 @@ func (p *parser) fromURL(vals url.Values) (Query, error) {
 		case "eid":
 			q.EID = v
 		case "windowHours":
-			n, err := strconv.Atoi(v)
+			ws, err := p.windows(v)
 			if err != nil {
-				return q, p.windowErr("")
+				return q, err
 			}
-			q.WindowHours = n
+			q.Windows = ws
+		case "paceWindowSec":
+			n, err := intParam(name, v, 0, p.maxPace)
+			if err != nil {
+				return q, err
+			}
+			q.PaceWindowSec = n
 		default:
+			if dst, ok := extra[name]; ok {
+				*dst = v
+				continue
+			}
 			if !slices.Contains(p.dims, name) {
 				return q, apierr.Invalid("unknown parameter %q (dimensions: %v)", name, p.dims)
 			}
@@ -53,20 +71,85 @@ func (p *parser) fromURL(vals url.Values) (Query, error) {
 	return q, p.validate(&q, "")
 }
 
+// windows parses windowHours: "3", or several windows "2,24"; "0" is none.
+func (p *parser) windows(v string) ([]int, error) {
+	if v == "0" {
+		return nil, nil
+	}
+	parts := strings.Split(v, ",")
+	if len(parts) > maxWindows {
+		return nil, apierr.Invalid("windowHours takes at most %d windows", maxWindows)
+	}
+	ws := make([]int, 0, len(parts))
+	for _, part := range parts {
+		n, err := strconv.Atoi(part)
+		if err != nil || n < 1 || n > p.maxWindow {
+			return nil, p.windowErr("")
+		}
+		ws = append(ws, n)
+	}
+	slices.Sort(ws)
+	return slices.Compact(ws), nil
+}
+
+// intParam parses a whole number parameter within [lo, hi].
+func intParam(name, v string, lo, hi int) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, apierr.Invalid("%s must be a whole number between %d and %d", name, lo, hi)
+	}
+	return n, nil
+}
+
+// hours is windowHours in JSON: a number, or an array of numbers.
+type hours []int
+
+func (h *hours) UnmarshalJSON(b []byte) error {
+	var one int
+	if err := json.Unmarshal(b, &one); err == nil {
+		*h = hours{one}
+		return nil
+	}
+	var many []int
+	if err := json.Unmarshal(b, &many); err != nil {
+		return fmt.Errorf("windowHours must be a number or an array of numbers")
+	}
+	*h = many
+	return nil
+}
+
 // batchItem is one item of POST /v1/freq/batch.
 type batchItem struct {
-	CID         string            `json:"cid"`
-	Event       string            `json:"event"`
-	Dims        map[string]string `json:"dims"`
-	WindowHours int               `json:"windowHours"`
+	CID           string            `json:"cid"`
+	Event         string            `json:"event"`
+	Dims          map[string]string `json:"dims"`
+	WindowHours   hours             `json:"windowHours"`
+	PaceWindowSec int               `json:"paceWindowSec"`
 }
 
 // fromItem turns a batch item into a query; field names in errors are
 // prefixed with the item's place, e.g. items[3].windowHours.
 func (p *parser) fromItem(it batchItem, prefix string) (Query, error) {
-	q := Query{CID: it.CID, Event: it.Event, WindowHours: it.WindowHours}
+	q := Query{CID: it.CID, Event: it.Event, PaceWindowSec: it.PaceWindowSec}
 	if q.Event == "" {
 		q.Event = p.events[0]
+	}
+	if len(it.WindowHours) > maxWindows {
+		return q, apierr.Invalid("%swindowHours takes at most %d windows", prefix, maxWindows)
+	}
+	for _, n := range it.WindowHours {
+		if n == 0 && len(it.WindowHours) == 1 {
+			break
+		}
+		if n < 1 || n > p.maxWindow {
+			return q, p.windowErr(prefix)
+		}
+		q.Windows = append(q.Windows, n)
+	}
+	slices.Sort(q.Windows)
+	q.Windows = slices.Compact(q.Windows)
+	if q.PaceWindowSec < 0 || q.PaceWindowSec > p.maxPace {
+		return q, apierr.Invalid("%spaceWindowSec must be a whole number between 0 and %d", prefix, p.maxPace)
 	}
 	for name, id := range it.Dims {
 		if !slices.Contains(p.dims, name) {
@@ -96,9 +179,6 @@ func (p *parser) validate(q *Query, prefix string) error {
 	}
 	if !slices.Contains(p.events, q.Event) {
 		return apierr.Invalid("%sevent must be one of %v", prefix, p.events)
-	}
-	if q.WindowHours < 0 || q.WindowHours > p.maxWindow {
-		return p.windowErr(prefix)
 	}
 	if len(q.Dims) == 0 {
 		return apierr.Invalid("%sat least one dimension is required (%v)", prefix, p.dims)

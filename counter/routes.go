@@ -14,6 +14,7 @@ import (
 func addRoutes(r chi.Router, d deps) {
 	r.Post("/v1/incr", handleIncr(d.log, d.parser, d.store, d.settings.WriteTimeout).ServeHTTP)
 	r.Get("/v1/freq", handleFreq(d.log, d.parser, d.store, d.degrader).ServeHTTP)
+	r.Post("/v1/pace", handlePace(d.log, d.parser, d.store, d.settings.WriteTimeout).ServeHTTP)
 	r.Post("/v1/freq/batch", handleFreqBatch(d.log, d.parser, d.store, d.degrader, d.settings.MaxBatch).ServeHTTP)
 	r.Get("/healthz", health.Live().ServeHTTP)
 	r.Get("/readyz", health.Ready(d.log, "redis", d.store.Ping).ServeHTTP)

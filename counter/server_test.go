@@ -385,3 +385,55 @@ func TestProcess(t *testing.T) {
 		t.Fatal("counter did not exit within 10s of SIGTERM")
 	}
 }
+
+func TestHTTPPaceAndSeveralWindows(t *testing.T) {
+	srv := redistest.Start(t)
+	base := startCounter(t, srv.URL())
+
+	pace := base + "/v1/pace?cid=9&device=d&bundle=b&windowSec=3600&limit=3&minGapSec=600"
+	code, m := call(t, "POST", pace+"&eid=e1", "")
+	if code != 200 {
+		t.Fatalf("pace: %d %v", code, m)
+	}
+	expect(t, m, map[string]any{"result": "allowed", "resultCode": 1, "dims.device.count": 1, "dims.bundle.result": "allowed"})
+	_, m = call(t, "POST", pace+"&eid=e2", "")
+	expect(t, m, map[string]any{"result": "too_soon", "resultCode": -1, "dims.device.count": 1})
+	_, m = call(t, "POST", pace+"&eid=e1", "")
+	expect(t, m, map[string]any{"result": "allowed", "duplicate": true, "dims.device.count": 1})
+
+	for path, want := range map[string]string{
+		"/v1/pace?cid=9&device=d&limit=3":                             "windowSec and limit are required",
+		"/v1/pace?cid=9&device=d&windowSec=60&limit=0":                "limit must be",
+		"/v1/pace?cid=9&device=d&windowSec=60&limit=3&minGapSec=61":   "minGapSec must be",
+		"/v1/pace?cid=9&device=d&windowSec=60&limit=3&windowHours=2":  "not windowHours",
+		"/v1/incr?cid=9&device=d&windowHours=2,24":                    "one window on writes",
+		"/v1/freq?cid=9&device=d&windowHours=1,2,3,4,5,6,7,8,9,10,11": "at most 10 windows",
+		"/v1/freq?cid=9&device=d&paceWindowSec=-1":                    "paceWindowSec must be",
+	} {
+		method := "POST"
+		if strings.HasPrefix(path, "/v1/freq") {
+			method = "GET"
+		}
+		code, m := call(t, method, base+path, "")
+		if msg, _ := m["msg"].(string); code != 400 || !strings.Contains(msg, want) {
+			t.Errorf("%s: %d %v, want 400 naming %q", path, code, m, want)
+		}
+	}
+
+	// Split mode: writes record in the pace ZSet, reads return it.
+	call(t, "POST", base+"/v1/incr?cid=7&device=x&windowHours=24&paceWindowSec=600&eid=n1", "")
+	call(t, "POST", base+"/v1/incr?cid=7&device=x&windowHours=24&paceWindowSec=600&eid=n2", "")
+	_, m = call(t, "GET", base+"/v1/freq?cid=7&device=x&windowHours=2,24&paceWindowSec=600", "")
+	expect(t, m, map[string]any{
+		"windowHours": "[2 24]", "counts.device.windows.2": 2, "counts.device.windows.24": 2,
+		"counts.device.window": nil, "counts.device.pace.count": 2, "degraded": false,
+	})
+	if last, _ := path(m, "counts.device.pace.lastAt").(float64); time.Since(time.UnixMilli(int64(last))) > time.Minute {
+		t.Errorf("pace.lastAt %v is not the last write", last)
+	}
+	_, m = call(t, "POST", base+"/v1/freq/batch", `{"items":[{"cid":"7","dims":{"device":"x"},"windowHours":[24,2],"paceWindowSec":600},{"cid":"7","dims":{"device":"x"},"windowHours":24}]}`)
+	expect(t, m, map[string]any{
+		"results.0.counts.device.windows.2": 2, "results.0.counts.device.pace.count": 2,
+		"results.1.counts.device.window": 2, "results.1.windowHours": 24,
+	})
+}

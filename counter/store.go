@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -14,9 +17,13 @@ import (
 	"github.com/freqcap/freqcap/shared/apierr"
 )
 
-// incrScript is loaded once per process; Exec sends EVALSHA and falls back
+// The scripts are loaded once per process; Exec sends EVALSHA and falls back
 // to EVAL when the server answers NOSCRIPT.
-var incrScript = rueidis.NewLuaScript(lua.Incr)
+var (
+	incrScript   = rueidis.NewLuaScript(lua.Incr)
+	paceScript   = rueidis.NewLuaScript(lua.Pace)
+	unpaceScript = rueidis.NewLuaScript(lua.Unpace)
+)
 
 // Store owns every Redis key and command of the counter.
 type Store struct {
@@ -32,11 +39,24 @@ type Store struct {
 
 // Query names the counters of one campaign and event, one per dimension.
 type Query struct {
-	CID         string
-	Event       string
-	Dims        []Dim
-	WindowHours int
-	EID         string
+	CID   string
+	Event string
+	Dims  []Dim
+	// Windows are the hour windows asked for, ascending; writes take at
+	// most one, and the hour hash is kept for the largest.
+	Windows []int
+	// PaceWindowSec > 0 records writes in the pace ZSet too, and makes
+	// reads return the pace count and last event time.
+	PaceWindowSec int
+	EID           string
+}
+
+// maxWindow is the largest window asked for, 0 when none.
+func (q *Query) maxWindow() int {
+	if len(q.Windows) == 0 {
+		return 0
+	}
+	return q.Windows[len(q.Windows)-1]
 }
 
 // Dim is one dimension of a query and the id counted in it.
@@ -45,11 +65,19 @@ type Dim struct {
 	ID   string
 }
 
-// Counts are one counter's values: today's count and, when a window was
-// asked for, the sum of its hour buckets.
+// Counts are one counter's values: today's count, the sum of the hour
+// buckets of each window asked for (in Query.Windows order), and the pace
+// window's count and newest event time when one was asked for.
 type Counts struct {
-	Day    int64
-	Window int64
+	Day     int64
+	Windows []int64
+	Pace    Pace
+}
+
+// Pace is the state of one exact sliding window.
+type Pace struct {
+	Count  int64
+	LastAt int64 // unix milliseconds of the newest event, 0 when none
 }
 
 // Result is the answer for one Query. Counts line up with Query.Dims. Err is
@@ -67,6 +95,7 @@ func tag(q *Query, d Dim) string {
 
 func dayKey(t string) string  { return "freq:" + t }
 func hourKey(t string) string { return "hfreq:" + t }
+func paceKey(t string) string { return "sfreq:" + t }
 
 // dayTTL is the time left until the end of now's day in loc, rounded up to
 // whole milliseconds so that an event in the day's last instant still gets a
@@ -84,51 +113,164 @@ func epochHour(now time.Time) int64 { return now.Unix() / 3600 }
 // script run; they go out together so the request costs one round trip.
 func (s *Store) Incr(ctx context.Context, q *Query) (Result, error) {
 	now := s.now()
+	member := q.EID
+	if member == "" {
+		member = randomID()
+	}
 	args := []string{
 		strconv.FormatInt(dayTTL(now, s.loc).Milliseconds(), 10),
 		strconv.FormatInt(epochHour(now), 10),
-		strconv.Itoa(q.WindowHours),
+		strconv.Itoa(q.maxWindow()),
 		"0",
+		strconv.FormatInt(int64(q.PaceWindowSec)*1000, 10),
+		strconv.FormatInt(now.UnixMilli(), 10),
+		member,
 	}
 	if q.EID != "" {
 		args[3] = strconv.FormatInt(s.dedupeTTL.Milliseconds(), 10)
 	}
 	res := Result{Counts: make([]Counts, len(q.Dims))}
-	errs := make([]error, len(q.Dims))
 	dup := make([]bool, len(q.Dims))
-	run := func(i int) {
-		t := tag(q, q.Dims[i])
-		keys := []string{dayKey(t), hourKey(t), "dedup:" + t + ":" + q.EID}
+	err := s.eachDim(q, func(i int, t string) error {
+		keys := []string{dayKey(t), hourKey(t), "dedup:" + t + ":" + q.EID, paceKey(t)}
 		v, err := incrScript.Exec(ctx, s.rdb, keys, args).AsIntSlice()
 		if err == nil && len(v) != 3 {
 			err = fmt.Errorf("incr script returned %d values", len(v))
 		}
 		if err != nil {
-			errs[i] = err
-			return
+			return err
 		}
-		res.Counts[i] = Counts{Day: v[0], Window: v[1]}
+		res.Counts[i].Day = v[0]
+		if len(q.Windows) > 0 {
+			res.Counts[i].Windows = []int64{v[1]}
+		}
 		dup[i] = v[2] == 1
-	}
-	// Concurrent Exec calls share rueidis's auto-pipeline: one round trip.
-	var wg sync.WaitGroup
-	for i := 1; i < len(q.Dims); i++ {
-		wg.Go(func() { run(i) })
-	}
-	run(0)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+		return nil
+	})
+	if err != nil {
 		s.metrics.redisErrors.WithLabelValues("incr").Inc()
-		return Result{}, &apierr.Error{Code: apierr.Unavailable, Msg: "redis unavailable, retry: " + firstLine(err)}
+		return Result{}, unavailable(err)
 	}
-	for _, d := range dup {
-		if d {
-			res.Duplicate = true
-			s.metrics.duplicates.Inc()
-			break
-		}
+	if slices.Contains(dup, true) {
+		res.Duplicate = true
+		s.metrics.duplicates.Inc()
 	}
 	return res, nil
+}
+
+// eachDim runs f for every dimension of q concurrently: concurrent script
+// runs share rueidis's auto-pipeline, so together they cost one round trip.
+func (s *Store) eachDim(q *Query, f func(i int, tag string) error) error {
+	errs := make([]error, len(q.Dims))
+	var wg sync.WaitGroup
+	for i := 1; i < len(q.Dims); i++ {
+		wg.Go(func() { errs[i] = f(i, tag(q, q.Dims[i])) })
+	}
+	errs[0] = f(0, tag(q, q.Dims[0]))
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func unavailable(err error) error {
+	return &apierr.Error{Code: apierr.Unavailable, Msg: "redis unavailable, retry: " + firstLine(err)}
+}
+
+// PaceRule is an exact sliding window cap: at most Limit events in the last
+// Window, and none closer than MinGap to the previous one.
+type PaceRule struct {
+	Window time.Duration
+	Limit  int
+	MinGap time.Duration
+}
+
+// Pace outcomes, as the seed's script returns them.
+const (
+	PaceAllowed   = 1
+	PaceOverLimit = 0
+	PaceTooSoon   = -1
+)
+
+// PaceResult is the outcome of a pace check for every dimension of a query.
+type PaceResult struct {
+	Result    int // PaceAllowed, PaceOverLimit or PaceTooSoon: the first refusal in dimension order
+	Dims      []PaceDim
+	Duplicate bool
+}
+
+// PaceDim is one dimension's outcome.
+type PaceDim struct {
+	Result int
+	Pace
+}
+
+// Pace checks and records one event in the exact sliding window of every
+// dimension of q. It is all-or-nothing: when any dimension refuses, the
+// event is taken back from the dimensions that recorded it.
+func (s *Store) Pace(ctx context.Context, q *Query, rule PaceRule) (PaceResult, error) {
+	now := s.now().UnixMilli()
+	member := q.EID
+	if member == "" {
+		member = randomID()
+	}
+	args := []string{
+		strconv.FormatInt(now, 10),
+		strconv.FormatInt(rule.Window.Milliseconds(), 10),
+		strconv.Itoa(rule.Limit),
+		strconv.FormatInt(rule.MinGap.Milliseconds(), 10),
+		member,
+	}
+	res := PaceResult{Result: PaceAllowed, Dims: make([]PaceDim, len(q.Dims))}
+	dup := make([]bool, len(q.Dims))
+	prev := make([]int64, len(q.Dims))
+	err := s.eachDim(q, func(i int, t string) error {
+		v, err := paceScript.Exec(ctx, s.rdb, []string{paceKey(t)}, args).AsIntSlice()
+		if err == nil && len(v) != 5 {
+			err = fmt.Errorf("pace script returned %d values", len(v))
+		}
+		if err != nil {
+			return err
+		}
+		res.Dims[i] = PaceDim{Result: int(v[0]), Pace: Pace{Count: v[1], LastAt: v[2]}}
+		dup[i] = v[3] == 1
+		prev[i] = v[4]
+		return nil
+	})
+	refused := slices.IndexFunc(res.Dims, func(d PaceDim) bool { return d.Result != PaceAllowed })
+	if err != nil || refused >= 0 {
+		// Take back what was recorded by this call (not replays of an
+		// earlier one), so a refused or failed event leaves nothing behind.
+		score := strconv.FormatInt(now, 10)
+		undo := s.eachDim(q, func(i int, t string) error {
+			if res.Dims[i].Result != PaceAllowed || dup[i] || res.Dims[i].LastAt != now {
+				return nil
+			}
+			return unpaceScript.Exec(ctx, s.rdb, []string{paceKey(t)}, []string{member, score}).Error()
+		})
+		err = errors.Join(err, undo)
+	}
+	if err != nil {
+		s.metrics.redisErrors.WithLabelValues("pace").Inc()
+		return PaceResult{}, unavailable(err)
+	}
+	if refused >= 0 {
+		res.Result = res.Dims[refused].Result
+		for i := range res.Dims {
+			if res.Dims[i].Result == PaceAllowed && !dup[i] {
+				res.Dims[i].Count--
+				res.Dims[i].LastAt = prev[i]
+			}
+		}
+	}
+	res.Duplicate = !slices.Contains(dup, false)
+	return res, nil
+}
+
+// randomID names an event that came without an id, so that it is one
+// distinct member of a pace ZSet.
+func randomID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "r-" + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // Read answers every query with one pipelined round trip per Redis node:
@@ -157,56 +299,86 @@ func (s *Store) Read(ctx context.Context, qs []Query) []Result {
 }
 
 func failAll(qs []Query, err error) []Result {
-	res := make([]Result, len(qs))
-	for i := range qs {
-		res[i] = Result{Counts: make([]Counts, len(qs[i].Dims)), Err: err}
+	res := newResults(qs)
+	for i := range res {
+		res[i].Err = err
 	}
 	return res
 }
 
-// slot says where one command's answer goes: query i, dimension j, and
-// whether it is the day GET or the window HMGET.
+// newResults makes zero results shaped after their queries.
+func newResults(qs []Query) []Result {
+	res := make([]Result, len(qs))
+	for i := range qs {
+		res[i].Counts = make([]Counts, len(qs[i].Dims))
+		if n := len(qs[i].Windows); n > 0 {
+			for j := range res[i].Counts {
+				res[i].Counts[j].Windows = make([]int64, n)
+			}
+		}
+	}
+	return res
+}
+
+// part is which piece of a counter one read command fetches.
+type part uint8
+
+const (
+	partDay      part = iota // GET of the day String
+	partWindows              // HMGET of the hour fields of the largest window
+	partPaceCnt              // ZCOUNT of the pace window
+	partPaceLast             // newest member of the pace ZSet
+)
+
+// slot says where one command's answer goes: query q, dimension d, part p.
 type slot struct {
-	q, d   int
-	window bool
+	q, d int
+	p    part
 }
 
 func (s *Store) read(ctx context.Context, qs []Query) []Result {
-	hour := epochHour(s.now())
+	now := s.now()
+	hour := epochHour(now)
 	var cached []rueidis.CacheableTTL
 	var direct rueidis.Commands
 	var cachedAt, directAt []slot
 	for i := range qs {
 		q := &qs[i]
 		var fields []string
-		if q.WindowHours > 0 {
-			fields = make([]string, q.WindowHours)
+		if n := q.maxWindow(); n > 0 {
+			fields = make([]string, n)
 			for k := range fields {
-				fields[k] = strconv.FormatInt(hour-int64(q.WindowHours)+1+int64(k), 10)
+				fields[k] = strconv.FormatInt(hour-int64(n)+1+int64(k), 10)
 			}
 		}
 		for j, d := range q.Dims {
 			t := tag(q, d)
-			add := func(c rueidis.Cacheable, at slot) {
+			add := func(c rueidis.Cacheable, p part) {
 				if s.cached[d.Name] {
 					cached = append(cached, rueidis.CT(c, s.cacheTTL))
-					cachedAt = append(cachedAt, at)
+					cachedAt = append(cachedAt, slot{i, j, p})
 				} else {
 					direct = append(direct, rueidis.Completed(c))
-					directAt = append(directAt, at)
+					directAt = append(directAt, slot{i, j, p})
 				}
 			}
-			add(s.rdb.B().Get().Key(dayKey(t)).Cache(), slot{i, j, false})
+			add(s.rdb.B().Get().Key(dayKey(t)).Cache(), partDay)
 			if fields != nil {
-				add(s.rdb.B().Hmget().Key(hourKey(t)).Field(fields...).Cache(), slot{i, j, true})
+				add(s.rdb.B().Hmget().Key(hourKey(t)).Field(fields...).Cache(), partWindows)
+			}
+			if q.PaceWindowSec > 0 {
+				// The window's lower bound moves every millisecond: caching
+				// these would only fill the cache, so they go straight to Redis.
+				from := strconv.FormatInt(now.UnixMilli()-int64(q.PaceWindowSec)*1000, 10)
+				direct = append(direct,
+					s.rdb.B().Zcount().Key(paceKey(t)).Min(from).Max("+inf").Build(),
+					s.rdb.B().Zrange().Key(paceKey(t)).Min("-1").Max("-1").Withscores().Build())
+				directAt = append(directAt, slot{i, j, partPaceCnt}, slot{i, j, partPaceLast})
 			}
 		}
 	}
 
-	res := make([]Result, len(qs))
-	for i := range qs {
-		res[i].Counts = make([]Counts, len(qs[i].Dims))
-	}
+	res := newResults(qs)
 	var cachedRes []rueidis.RedisResult
 	var wg sync.WaitGroup
 	if len(cached) > 0 {
@@ -224,56 +396,78 @@ func (s *Store) read(ctx context.Context, qs []Query) []Result {
 		} else {
 			misses++
 		}
-		s.fill(res, cachedAt[k], r)
+		s.fill(qs, res, cachedAt[k], r)
 	}
 	s.metrics.cacheHits.Add(float64(hits))
 	s.metrics.cacheMisses.Add(float64(misses))
 	for k, r := range directRes {
-		s.fill(res, directAt[k], r)
+		s.fill(qs, res, directAt[k], r)
 	}
 	for i := range res {
 		if res[i].Err != nil {
-			clear(res[i].Counts)
+			s.metrics.redisErrors.WithLabelValues("read").Inc()
+			for j := range res[i].Counts {
+				c := &res[i].Counts[j]
+				c.Day, c.Pace = 0, Pace{}
+				clear(c.Windows)
+			}
 		}
 	}
 	return res
 }
 
 // fill stores one command's answer in its result.
-func (s *Store) fill(res []Result, at slot, r rueidis.RedisResult) {
+func (s *Store) fill(qs []Query, res []Result, at slot, r rueidis.RedisResult) {
 	item := &res[at.q]
 	if item.Err != nil {
 		return
 	}
-	if !at.window {
-		n, err := r.AsInt64()
-		if err != nil && !rueidis.IsRedisNil(err) {
-			s.metrics.redisErrors.WithLabelValues("read").Inc()
-			item.Err = err
-			return
+	c := &item.Counts[at.d]
+	var err error
+	switch at.p {
+	case partDay:
+		c.Day, err = r.AsInt64()
+		if rueidis.IsRedisNil(err) {
+			err = nil
 		}
-		item.Counts[at.d].Day = n
-		return
+	case partWindows:
+		err = sumWindows(r, qs[at.q].Windows, c.Windows)
+	case partPaceCnt:
+		c.Pace.Count, err = r.AsInt64()
+	case partPaceLast:
+		var zs []rueidis.ZScore
+		if zs, err = r.AsZScores(); err == nil && len(zs) > 0 {
+			c.Pace.LastAt = int64(zs[0].Score)
+		}
 	}
+	if err != nil {
+		item.Err = err
+	}
+}
+
+// sumWindows sums the HMGET answer (fields oldest to newest, as many as the
+// largest window) into one total per window: the last w fields for window w.
+func sumWindows(r rueidis.RedisResult, windows []int, out []int64) error {
 	vals, err := r.ToArray()
 	if err != nil {
-		s.metrics.redisErrors.WithLabelValues("read").Inc()
-		item.Err = err
-		return
+		return err
 	}
-	var sum int64
-	for _, v := range vals {
-		if v.IsNil() {
+	for k := len(vals) - 1; k >= 0; k-- {
+		if vals[k].IsNil() {
 			continue
 		}
-		n, err := v.AsInt64()
+		n, err := vals[k].AsInt64()
 		if err != nil {
-			item.Err = err
-			return
+			return err
 		}
-		sum += n
+		age := len(vals) - k // 1 for the current hour
+		for w, hours := range windows {
+			if age <= hours {
+				out[w] += n
+			}
+		}
 	}
-	item.Counts[at.d].Window = sum
+	return nil
 }
 
 // Ping reports whether Redis answers.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -55,11 +56,11 @@ func TestIncrWritesDayAndHourKeys(t *testing.T) {
 	st, _ := testStore(t, srv, clk)
 	rc := newClient(t, srv.URL())
 
-	q := Query{CID: "42", Event: "win", WindowHours: 3, Dims: []Dim{{"device", "abc"}, {"bundle", "com.foo"}}}
+	q := Query{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{{"device", "abc"}, {"bundle", "com.foo"}}}
 	for i := 1; i <= 3; i++ {
 		res := mustIncr(t, st, q)
 		for j, c := range res.Counts {
-			if c.Day != int64(i) || c.Window != int64(i) {
+			if c.Day != int64(i) || c.Windows[0] != int64(i) {
 				t.Fatalf("incr %d dim %d: got %+v, want day=window=%d", i, j, c, i)
 			}
 		}
@@ -135,15 +136,15 @@ func TestHourBucketsSlideAndStayBounded(t *testing.T) {
 	clk := newClock(start)
 	st, _ := testStore(t, srv, clk)
 	rc := newClient(t, srv.URL())
-	q := Query{CID: "9", Event: "win", WindowHours: 3, Dims: []Dim{{"device", "h"}}}
+	q := Query{CID: "9", Event: "win", Windows: []int{3}, Dims: []Dim{{"device", "h"}}}
 	// Two events an hour for two days.
 	for h := range 48 {
 		clk.Set(start.Add(time.Duration(h) * time.Hour))
 		mustIncr(t, st, q)
 		res := mustIncr(t, st, q)
 		wantWindow := int64(2 * min(h+1, 3))
-		if res.Counts[0].Window != wantWindow {
-			t.Fatalf("hour %d: window after incr = %d, want %d", h, res.Counts[0].Window, wantWindow)
+		if res.Counts[0].Windows[0] != wantWindow {
+			t.Fatalf("hour %d: window after incr = %d, want %d", h, res.Counts[0].Windows[0], wantWindow)
 		}
 		if n := rawInt(t, rc, "HLEN", "hfreq:{win:device:9:h}"); n > 4 {
 			t.Fatalf("hour %d: hash has %d fields, want at most windowHours+1 = 4", h, n)
@@ -153,8 +154,8 @@ func TestHourBucketsSlideAndStayBounded(t *testing.T) {
 	for ahead, want := range []int64{6, 4, 2, 0} {
 		clk.Set(start.Add(time.Duration(47+ahead) * time.Hour))
 		res := st.Read(context.Background(), []Query{q})[0]
-		if res.Err != nil || res.Counts[0].Window != want {
-			t.Errorf("%d h after the last write: window = %d (err %v), want %d", ahead, res.Counts[0].Window, res.Err, want)
+		if res.Err != nil || res.Counts[0].Windows[0] != want {
+			t.Errorf("%d h after the last write: window = %d (err %v), want %d", ahead, res.Counts[0].Windows[0], res.Err, want)
 		}
 	}
 }
@@ -162,14 +163,14 @@ func TestHourBucketsSlideAndStayBounded(t *testing.T) {
 func TestEventIDIsIdempotent(t *testing.T) {
 	srv := redistest.Start(t)
 	st, _ := testStore(t, srv, newClock(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)))
-	q := Query{CID: "5", Event: "win", WindowHours: 2, EID: "auction-1:imp-1", Dims: []Dim{{"device", "x"}, {"tagid", "t"}}}
+	q := Query{CID: "5", Event: "win", Windows: []int{2}, EID: "auction-1:imp-1", Dims: []Dim{{"device", "x"}, {"tagid", "t"}}}
 	first := mustIncr(t, st, q)
 	again := mustIncr(t, st, q)
 	if first.Duplicate || !again.Duplicate {
 		t.Fatalf("duplicate flags: first %v, replay %v; want false, true", first.Duplicate, again.Duplicate)
 	}
 	for j := range q.Dims {
-		if again.Counts[j] != (Counts{Day: 1, Window: 1}) {
+		if again.Counts[j].Day != 1 || again.Counts[j].Windows[0] != 1 {
 			t.Errorf("replay dim %d counts = %+v, want day=1 window=1", j, again.Counts[j])
 		}
 	}
@@ -220,7 +221,7 @@ func TestReadFailsOpenWithinDeadline(t *testing.T) {
 	srv := redistest.Start(t)
 	st, _ := testStore(t, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=20ms")
 	q := []Query{
-		{CID: "1", Event: "win", WindowHours: 2, Dims: []Dim{{"device", "a"}, {"bundle", "b"}}},
+		{CID: "1", Event: "win", Windows: []int{2}, Dims: []Dim{{"device", "a"}, {"bundle", "b"}}},
 		{CID: "2", Event: "win", Dims: []Dim{{"device", "c"}}},
 	}
 	// Every item has an uncached dimension: a cached one may rightly still
@@ -245,7 +246,7 @@ func TestReadFailsOpenWithinDeadline(t *testing.T) {
 					t.Fatalf("%s: item %d has no error", name, i)
 				}
 				for _, c := range r.Counts {
-					if c != (Counts{}) {
+					if c.Day != 0 || slices.ContainsFunc(c.Windows, func(n int64) bool { return n != 0 }) {
 						t.Fatalf("%s: item %d counts %+v, want zero", name, i, c)
 					}
 				}

@@ -3,10 +3,14 @@
 -- KEYS[1] day key     freq:{<event>:<dim>:<cid>:<id>}   String
 -- KEYS[2] hour key    hfreq:{<event>:<dim>:<cid>:<id>}  Hash, field = epoch hour
 -- KEYS[3] dedupe key  dedup:{<event>:<dim>:<cid>:<id>}:<eid>  (unused when ARGV[4] = 0)
+-- KEYS[4] pace key    sfreq:{<event>:<dim>:<cid>:<id>}  ZSet (unused when ARGV[5] = 0)
 -- ARGV[1] milliseconds until the end of the current day (> 0)
 -- ARGV[2] current epoch hour (unix seconds / 3600)
 -- ARGV[3] window hours N (0 = day counter only)
 -- ARGV[4] dedupe TTL in milliseconds (0 = no event id)
+-- ARGV[5] pace window in milliseconds (0 = do not record in the pace ZSet)
+-- ARGV[6] now, unix milliseconds (the pace score)
+-- ARGV[7] event id: the pace member (one member per event id)
 --
 -- Returns {day, window, duplicate}: the day count and the sum of hour fields
 -- h-N+1..h after the increment (window 0 when N = 0); duplicate is 1 when
@@ -46,6 +50,14 @@ if n > 0 then
       if tonumber(f) < oldest then redis.call('HDEL', KEYS[2], f) end
     end
   end
+end
+
+local pace = tonumber(ARGV[5])
+if pace > 0 then
+  local now = tonumber(ARGV[6])
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. (now - pace))
+  redis.call('ZADD', KEYS[4], 'NX', now, ARGV[7])
+  redis.call('PEXPIRE', KEYS[4], pace)
 end
 
 return {day, window_sum(), 0}

@@ -9,3 +9,14 @@ import _ "embed"
 //
 //go:embed incr.lua
 var Incr string
+
+// Pace checks and records one event in an exact sliding window with a
+// minimum gap between events.
+//
+//go:embed pace.lua
+var Pace string
+
+// Unpace takes back an event Pace recorded.
+//
+//go:embed unpace.lua
+var Unpace string
