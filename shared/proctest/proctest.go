@@ -73,35 +73,50 @@ func (b *buffer) String() string {
 // and its output is logged if the test failed.
 func Start(t testing.TB, bin, healthURL string, env ...string) *Proc {
 	t.Helper()
-	p := &Proc{t: t, name: filepath.Base(bin), logs: &buffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(bin)
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
+	p, err := launch(t, bin, healthURL, env)
+	if err != nil {
+		t.Fatal(err)
 	}
-	go func() { p.err = p.cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() {
 		p.Kill()
 		if t.Failed() {
 			t.Logf("%s output:\n%s", p.name, p.logs.String())
 		}
 	})
+	return p
+}
+
+// Launch is Start outside any one test, for TestMain; Kill it when the run
+// ends.
+func Launch(bin, healthURL string, env ...string) (*Proc, error) {
+	return launch(nil, bin, healthURL, env)
+}
+
+func launch(t testing.TB, bin, healthURL string, env []string) (*Proc, error) {
+	p := &Proc{t: t, name: filepath.Base(bin), logs: &buffer{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(bin)
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.exited) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		select {
 		case <-p.exited:
-			t.Fatalf("%s exited before it was healthy: %v\n%s", p.name, p.err, p.logs.String())
+			return nil, fmt.Errorf("%s exited before it was healthy: %v\n%s", p.name, p.err, p.logs.String())
 		default:
 		}
 		if resp, err := http.Get(healthURL); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return p
+				return p, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s not healthy at %s after 10s\n%s", p.name, healthURL, p.logs.String())
+			p.Kill()
+			return nil, fmt.Errorf("%s not healthy at %s after 10s\n%s", p.name, healthURL, p.logs.String())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -28,9 +28,10 @@ type Server struct {
 // answers, and stops it when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{t: t, dir: t.TempDir(), port: FreePort(t)}
-	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
-	s.start()
+	s, err := launch(t, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		s.Kill()
 		if t.Failed() {
@@ -42,14 +43,44 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
+// Launch starts a server outside any one test, for TestMain; Close it when
+// the run ends.
+func Launch() (*Server, error) {
+	dir, err := os.MkdirTemp("", "redistest-")
+	if err != nil {
+		return nil, err
+	}
+	s, err := launch(nil, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+	}
+	return s, err
+}
+
+// Close stops a launched server and removes its files.
+func (s *Server) Close() {
+	s.Kill()
+	os.RemoveAll(s.dir)
+}
+
+func launch(t testing.TB, dir string) (*Server, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("find a free port: %w", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	s := &Server{t: t, dir: dir, port: port, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	return s, s.start()
+}
+
 // URL is the server's address in rueidis URL form.
 func (s *Server) URL() string { return "redis://" + s.Addr }
 
-func (s *Server) start() {
-	s.t.Helper()
+func (s *Server) start() error {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		s.t.Fatalf("redis-server not found in PATH: install it (Debian: apt-get install -y redis-server; macOS: brew install redis): %v", err)
+		return fmt.Errorf("redis-server not found in PATH: install it (Debian: apt-get install -y redis-server; macOS: brew install redis): %w", err)
 	}
 	s.cmd = exec.Command(bin,
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
@@ -57,17 +88,18 @@ func (s *Server) start() {
 		"--daemonize", "no", "--loglevel", "warning")
 	logf, err := os.OpenFile(filepath.Join(s.dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		s.t.Fatalf("redis log: %v", err)
+		return fmt.Errorf("redis log: %w", err)
 	}
 	defer logf.Close()
 	s.cmd.Stdout = logf
 	s.cmd.Stderr = logf
 	if err := s.cmd.Start(); err != nil {
-		s.t.Fatalf("start redis-server: %v", err)
+		return fmt.Errorf("start redis-server: %w", err)
 	}
 	if err := waitListening(s.Addr, 5*time.Second); err != nil {
-		s.t.Fatalf("redis-server on %s: %v", s.Addr, err)
+		return fmt.Errorf("redis-server on %s: %w", s.Addr, err)
 	}
+	return nil
 }
 
 // Pause stops the process with SIGSTOP: connections stay open, nothing answers.
@@ -98,7 +130,9 @@ func (s *Server) Kill() {
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Kill()
-	s.start()
+	if err := s.start(); err != nil {
+		s.t.Fatal(err)
+	}
 }
 
 // FreePort returns a loopback TCP port that was free a moment ago.

@@ -1,0 +1,378 @@
+// Package client is what a bidder imports to apply frequency caps: one call
+// per bid request reads the counts of every candidate campaign from the
+// freqcap counter in one HTTP round trip, and decides which candidates are
+// still allowed.
+//
+// The call has its own deadline (10 ms by default). When the counter is
+// slow, unreachable, degraded or the client's own rate limit is reached, the
+// decision fails open (allowed, marked Degraded) unless FailClosed is set.
+// It never retries on the bid path.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Options tune a Client. The zero value is usable.
+type Options struct {
+	// Timeout bounds one Decide call; 0 means 10 ms.
+	Timeout time.Duration
+	// FailClosed blocks candidates whose counts could not be read, instead
+	// of allowing them.
+	FailClosed bool
+	// RateLimit caps calls per second to the counter, with Burst calls at
+	// once; 0 means no limit. Calls over the limit are not sent and decide
+	// as degraded: the bidder sheds load instead of piling it on the counter.
+	RateLimit rate.Limit
+	Burst     int
+	// HTTPClient sends the requests; nil means a keep-alive client tuned
+	// for many small concurrent calls to one host.
+	HTTPClient *http.Client
+}
+
+// Client reads counts from one counter. It is safe for concurrent use.
+type Client struct {
+	batchURL   string
+	http       *http.Client
+	timeout    time.Duration
+	failClosed bool
+	limiter    *rate.Limiter
+	now        func() time.Time
+}
+
+// ErrRateLimited reports a call not sent because of Options.RateLimit.
+var ErrRateLimited = errors.New("freqcap client: rate limit reached, call not sent")
+
+// New returns a Client for the counter at counterURL (http://host:port).
+func New(counterURL string, opts Options) (*Client, error) {
+	u, err := url.Parse(counterURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("freqcap client: counter URL must be http(s)://host:port, got %q", counterURL)
+	}
+	c := &Client{
+		batchURL:   u.JoinPath("/v1/freq/batch").String(),
+		http:       opts.HTTPClient,
+		timeout:    opts.Timeout,
+		failClosed: opts.FailClosed,
+		limiter:    rate.NewLimiter(rate.Inf, 0),
+		now:        time.Now,
+	}
+	if c.timeout <= 0 {
+		c.timeout = 10 * time.Millisecond
+	}
+	if opts.RateLimit > 0 {
+		c.limiter = rate.NewLimiter(opts.RateLimit, max(opts.Burst, 1))
+	}
+	if c.http == nil {
+		c.http = &http.Client{Transport: &http.Transport{
+			MaxIdleConns:        256,
+			MaxIdleConnsPerHost: 256,
+			IdleConnTimeout:     90 * time.Second,
+		}}
+	}
+	return c, nil
+}
+
+// Identities are the ids of one bid request by dimension, e.g.
+// {"device": "6f1c...", "bundle": "com.example.app", "tagid": "banner-1"}.
+type Identities map[string]string
+
+// Candidate is one campaign that could answer the bid request, with its caps.
+type Candidate struct {
+	CID   string
+	Event string // counted event: "win" when empty
+	Caps  []Cap
+}
+
+// Cap is what one campaign allows in one dimension. Zero fields are no cap.
+type Cap struct {
+	Dim     string   // "device", "bundle", "tagid", ...
+	Day     int64    // at most Day events per natural day
+	Windows []Window // at most Limit events in the last Hours hours, for each
+	Pace    *Pace    // exact sliding window with a minimum gap (split mode)
+}
+
+// Window is "at most Limit in the last Hours hours".
+type Window struct {
+	Hours int
+	Limit int64
+}
+
+// Pace is "at most Limit in the last Window, never two within MinGap".
+// The campaign must have the same paceWindowSec in callback, so that its
+// events are recorded in the window.
+type Pace struct {
+	Window time.Duration
+	Limit  int64
+	MinGap time.Duration
+}
+
+// Reason says which cap blocked a candidate.
+type Reason string
+
+// Reasons a candidate is blocked.
+const (
+	DayCap    Reason = "day_cap"
+	WindowCap Reason = "window_cap"
+	PaceLimit Reason = "pace_limit"
+	PaceGap   Reason = "pace_gap"
+	// Unavailable blocks a candidate whose counts could not be read, only
+	// with Options.FailClosed.
+	Unavailable Reason = "unavailable"
+)
+
+// Decision is the verdict on one candidate.
+type Decision struct {
+	CID     string
+	Allowed bool
+	// Reason, Dim, Count and Limit describe the first cap that blocks:
+	// Count events against a Limit (for PaceGap, milliseconds since the
+	// last event against the minimum gap). Hours is the window of a
+	// WindowCap.
+	Reason Reason
+	Dim    string
+	Count  int64
+	Limit  int64
+	Hours  int
+	// Degraded is set when the counts could not be read in time: the
+	// decision is then the fail-open (or fail-closed) default.
+	Degraded bool
+}
+
+func (d Decision) String() string {
+	switch {
+	case d.Allowed && d.Degraded:
+		return d.CID + ": allowed (degraded)"
+	case d.Allowed:
+		return d.CID + ": allowed"
+	case d.Reason == Unavailable:
+		return d.CID + ": blocked, counts unavailable"
+	case d.Reason == WindowCap:
+		return fmt.Sprintf("%s: blocked by %s %dh on %s (%d of %d)", d.CID, d.Reason, d.Hours, d.Dim, d.Count, d.Limit)
+	case d.Reason == PaceGap:
+		return fmt.Sprintf("%s: blocked by %s on %s (%d ms since the last, gap %d ms)", d.CID, d.Reason, d.Dim, d.Count, d.Limit)
+	default:
+		return fmt.Sprintf("%s: blocked by %s on %s (%d of %d)", d.CID, d.Reason, d.Dim, d.Count, d.Limit)
+	}
+}
+
+// wire types of POST /v1/freq/batch.
+type (
+	batchItem struct {
+		CID           string            `json:"cid"`
+		Event         string            `json:"event,omitempty"`
+		Dims          map[string]string `json:"dims"`
+		WindowHours   []int             `json:"windowHours,omitempty"`
+		PaceWindowSec int               `json:"paceWindowSec,omitempty"`
+	}
+	batchRequest struct {
+		Items []batchItem `json:"items"`
+	}
+	dimCounts struct {
+		Day     int64            `json:"day"`
+		Window  *int64           `json:"window"`
+		Windows map[string]int64 `json:"windows"`
+		Pace    *struct {
+			Count  int64 `json:"count"`
+			LastAt int64 `json:"lastAt"`
+		} `json:"pace"`
+	}
+	batchResult struct {
+		Code     int                  `json:"code"`
+		Degraded bool                 `json:"degraded"`
+		Counts   map[string]dimCounts `json:"counts"`
+	}
+	batchResponse struct {
+		Code    int           `json:"code"`
+		Msg     string        `json:"msg"`
+		Results []batchResult `json:"results"`
+	}
+)
+
+// ref ties a batch item back to its candidate and cap.
+type ref struct{ cand, cap int }
+
+// Decide reads the counts of every candidate in one round trip and returns
+// one decision per candidate, in order. The decisions are always usable;
+// the error says why some are degraded (nil when none is).
+func (c *Client) Decide(ctx context.Context, ids Identities, cands []Candidate) ([]Decision, error) {
+	out := make([]Decision, len(cands))
+	var req batchRequest
+	var refs []ref
+	for i, cand := range cands {
+		out[i] = Decision{CID: cand.CID, Allowed: true}
+		for j, cp := range cand.Caps {
+			id := ids[cp.Dim]
+			if id == "" {
+				continue // no identity in this dimension: nothing to count
+			}
+			it := batchItem{CID: cand.CID, Event: cand.Event, Dims: map[string]string{cp.Dim: id}}
+			for _, w := range cp.Windows {
+				it.WindowHours = append(it.WindowHours, w.Hours)
+			}
+			if cp.Pace != nil {
+				it.PaceWindowSec = int(cp.Pace.Window / time.Second)
+			}
+			req.Items = append(req.Items, it)
+			refs = append(refs, ref{i, j})
+		}
+	}
+	if len(req.Items) == 0 {
+		return out, nil
+	}
+	if !c.limiter.Allow() {
+		c.degradeAll(out, refs)
+		return out, ErrRateLimited
+	}
+	resp, err := c.fetch(ctx, &req)
+	if err != nil {
+		c.degradeAll(out, refs)
+		return out, err
+	}
+	now := c.now().UnixMilli()
+	var degraded int
+	for k, r := range refs {
+		d := &out[r.cand]
+		res := resp.Results[k]
+		if res.Degraded || res.Code != 0 {
+			degraded++
+			c.degrade(d)
+			continue
+		}
+		if !d.Allowed {
+			continue // an earlier cap already blocks
+		}
+		cp := cands[r.cand].Caps[r.cap]
+		block(d, cp, res.Counts[cp.Dim], now)
+	}
+	if degraded > 0 {
+		return out, fmt.Errorf("freqcap client: %d of %d counts degraded", degraded, len(refs))
+	}
+	return out, nil
+}
+
+// block applies one cap to the counts read for it, in the order day,
+// windows, pace limit, pace gap.
+func block(d *Decision, cp Cap, got dimCounts, now int64) {
+	stop := func(reason Reason, count, limit int64, hours int) {
+		d.Allowed, d.Reason, d.Dim, d.Count, d.Limit, d.Hours = false, reason, cp.Dim, count, limit, hours
+	}
+	if cp.Day > 0 && got.Day >= cp.Day {
+		stop(DayCap, got.Day, cp.Day, 0)
+		return
+	}
+	for _, w := range cp.Windows {
+		n := got.Windows[strconv.Itoa(w.Hours)]
+		if got.Window != nil {
+			n = *got.Window
+		}
+		if w.Limit > 0 && n >= w.Limit {
+			stop(WindowCap, n, w.Limit, w.Hours)
+			return
+		}
+	}
+	if cp.Pace == nil || got.Pace == nil {
+		return
+	}
+	if cp.Pace.Limit > 0 && got.Pace.Count >= cp.Pace.Limit {
+		stop(PaceLimit, got.Pace.Count, cp.Pace.Limit, 0)
+		return
+	}
+	if gap := cp.Pace.MinGap.Milliseconds(); gap > 0 && got.Pace.LastAt > 0 && now-got.Pace.LastAt < gap {
+		stop(PaceGap, now-got.Pace.LastAt, gap, 0)
+	}
+}
+
+func (c *Client) degrade(d *Decision) {
+	d.Degraded = true
+	if c.failClosed {
+		d.Allowed, d.Reason = false, Unavailable
+	}
+}
+
+func (c *Client) degradeAll(out []Decision, refs []ref) {
+	for _, r := range refs {
+		c.degrade(&out[r.cand])
+	}
+}
+
+func (c *Client) fetch(ctx context.Context, req *batchRequest) (*batchResponse, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.batchURL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hresp, err := c.http.Do(hreq)
+	if err != nil {
+		return nil, fmt.Errorf("freqcap client: %w", err)
+	}
+	defer hresp.Body.Close()
+	var resp batchResponse
+	if err := json.NewDecoder(hresp.Body).Decode(&resp); err != nil {
+		return nil, fmt.Errorf("freqcap client: %d answer: %w", hresp.StatusCode, err)
+	}
+	_, _ = io.Copy(io.Discard, hresp.Body) // keep the connection reusable
+	if hresp.StatusCode != http.StatusOK || resp.Code != 0 {
+		return nil, fmt.Errorf("freqcap client: counter answered %d: code %d %s", hresp.StatusCode, resp.Code, resp.Msg)
+	}
+	if len(resp.Results) != len(req.Items) {
+		return nil, fmt.Errorf("freqcap client: %d results for %d items", len(resp.Results), len(req.Items))
+	}
+	return &resp, nil
+}
+
+// AuctionEID is the event id a bid response puts in its notice URLs: the
+// exchange replaces the OpenRTB macros, so the win, billing and impression
+// notices of one impression share an id, and resends of one notice count
+// once.
+const AuctionEID = "${AUCTION_ID}:${AUCTION_IMP_ID}"
+
+// Notices are the URLs a bid response carries for one candidate.
+type Notices struct {
+	Win     string // OpenRTB nurl
+	Billing string // OpenRTB burl
+	Imp     string // impression pixel
+}
+
+// NoticeURLs builds the notice URLs of callback at callbackURL
+// (https://host) for campaign cid and the request's identities. The
+// OpenRTB macros in eid are left for the exchange to substitute.
+func NoticeURLs(callbackURL, cid string, ids Identities) Notices {
+	base := strings.TrimRight(callbackURL, "/")
+	dims := make([]string, 0, len(ids))
+	for d := range ids {
+		dims = append(dims, d)
+	}
+	sort.Strings(dims)
+	var q strings.Builder
+	q.WriteString("?cid=")
+	q.WriteString(url.QueryEscape(cid))
+	for _, d := range dims {
+		if ids[d] == "" {
+			continue
+		}
+		q.WriteString("&" + url.QueryEscape(d) + "=" + url.QueryEscape(ids[d]))
+	}
+	q.WriteString("&eid=" + AuctionEID)
+	query := q.String()
+	return Notices{Win: base + "/win" + query, Billing: base + "/billing" + query, Imp: base + "/imp" + query}
+}

@@ -1,0 +1,66 @@
+package client_test
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/freqcap/freqcap/shared/proctest"
+	"github.com/freqcap/freqcap/shared/redistest"
+)
+
+// counterURL and callbackURL are a real counter and callback over a real
+// redis-server, started for the package's tests and examples.
+var counterURL, callbackURL string
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	bins, err := os.MkdirTemp("", "freqcap-client-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(bins)
+	if err := proctest.Build(bins, "./counter", "./callback"); err != nil {
+		return 0, err
+	}
+	redis, err := redistest.Launch()
+	if err != nil {
+		return 0, err
+	}
+	defer redis.Close()
+	addr, public, admin := freeAddr(), freeAddr(), freeAddr()
+	counter, err := proctest.Launch(filepath.Join(bins, "counter"), "http://"+addr+"/healthz",
+		"COUNTER_ADDR="+addr, "REDIS_URL="+redis.URL(), "LOG_FORMAT=json", "COUNTER_READ_TIMEOUT=1s")
+	if err != nil {
+		return 0, err
+	}
+	defer counter.Kill()
+	callback, err := proctest.Launch(filepath.Join(bins, "callback"), "http://"+admin+"/healthz",
+		"CALLBACK_ADDR="+public, "CALLBACK_ADMIN_ADDR="+admin, "COUNTER_URL=http://"+addr, "REDIS_URL="+redis.URL(), "LOG_FORMAT=json")
+	if err != nil {
+		return 0, err
+	}
+	defer callback.Kill()
+	counterURL, callbackURL = "http://"+addr, "http://"+public
+	return m.Run(), nil
+}
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
