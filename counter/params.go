@@ -3,10 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/ids"
