@@ -2,7 +2,7 @@
 GO ?= go
 SERVICES := counter callback
 
-.PHONY: test run build bench lint docker-check redis-server
+.PHONY: test run build bench gobench lint docker-check redis-server
 
 ## test: vet, then every test with the race detector against a real redis-server
 test: redis-server
@@ -18,8 +18,13 @@ build:
 	@mkdir -p bin
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o bin/ $(addprefix ./,$(SERVICES))
 
-## bench: Go benchmarks of the hot paths
+## bench: load-test the whole stack against a bare net/http baseline (about 8 min); writes bench/RESULTS.md
 bench: redis-server
+	@command -v wrk >/dev/null 2>&1 || { echo "wrk is required: apt-get install -y wrk"; exit 1; }
+	$(GO) run ./bench
+
+## gobench: Go benchmarks of the store, parsing and handlers
+gobench: redis-server
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
 ## docker-check: validate compose.yaml and build each binary exactly as its Dockerfile does

@@ -1,0 +1,638 @@
+// Command bench is make bench: it builds the release binaries, starts its own
+// redis-server, counter, callback and a bare net/http baseline on loopback,
+// fills Redis with device counters, runs every scenario against the
+// baseline in alternation, and writes the medians to bench/RESULTS.md.
+//
+// Throughput comes from wrk (Debian's package), constant-rate latency from
+// vegeta as a library. Every figure that is compared is a ratio measured in
+// the same round, because absolute numbers drift on a shared machine.
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/freqcap/freqcap/lua"
+)
+
+// settings, from the environment; the defaults are the documented run.
+type settings struct {
+	duration time.Duration // per scenario run
+	rounds   int
+	fill     int
+	rate     int // constant-rate latency runs, req/s
+	out      string
+	results  string
+}
+
+func loadSettings() (settings, error) {
+	s := settings{duration: 10 * time.Second, rounds: 3, fill: 1_000_000, rate: 5000, out: "bench/out", results: "bench/RESULTS.md"}
+	var err error
+	if v := os.Getenv("BENCH_DURATION"); v != "" {
+		if s.duration, err = time.ParseDuration(v); err != nil {
+			return s, fmt.Errorf("BENCH_DURATION: %w", err)
+		}
+	}
+	for name, dst := range map[string]*int{"BENCH_ROUNDS": &s.rounds, "BENCH_FILL": &s.fill, "BENCH_RATE": &s.rate} {
+		if v := os.Getenv(name); v != "" {
+			if *dst, err = strconv.Atoi(v); err != nil || *dst < 1 {
+				return s, fmt.Errorf("%s: want a positive whole number, got %q", name, v)
+			}
+		}
+	}
+	if v := os.Getenv("BENCH_RESULTS"); v != "" {
+		s.results = v
+	}
+	return s, nil
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// proc is one process of the bench, with its CPU time read from /proc.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+}
+
+func (p *proc) cpuTicks() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces) start at ")".
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return utime + stime
+}
+
+func (p *proc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+}
+
+type stack struct {
+	s                                           settings
+	redis, counter, callback, baseline          *proc
+	redisAddr, counterURL, callbackURL, baseURL string
+	adminURL                                    string
+	procs                                       []*proc
+	logs                                        *os.File
+}
+
+func run(ctx context.Context) error {
+	s, err := loadSettings()
+	if err != nil {
+		return err
+	}
+	for _, tool := range []string{"wrk", "redis-server", "redis-cli", "redis-benchmark"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s not found: apt-get install -y wrk redis-server redis-tools", tool)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(s.out, "profiles"), 0o755); err != nil {
+		return err
+	}
+	st := &stack{s: s}
+	defer st.stopAll()
+	if err := st.start(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("filling Redis with %d device counters...\n", s.fill)
+	bytesPer, err := st.fillDevices(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Redis bytes per device counter (day key + 3-field hour hash, UUID ids): %.0f\n", bytesPer)
+
+	rep := &report{bytesPerCounter: bytesPer, settings: s}
+	for round := 1; round <= s.rounds; round++ {
+		for _, sc := range scenarios(st) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			base, err := st.wrk(ctx, "baseline", st.baseURL+"/", "", round, false)
+			if err != nil {
+				return fmt.Errorf("baseline: %w", err)
+			}
+			res, err := sc.run(ctx, round)
+			if err != nil {
+				return fmt.Errorf("%s: %w", sc.name, err)
+			}
+			res.ratio = res.rate / base.rate
+			rep.add(sc.name, res, base)
+			fmt.Printf("round %d %-12s %10.0f %-6s ratio %.2f (baseline %.0f req/s)  p50 %s p99 %s  %s\n",
+				round, sc.name, res.rate, sc.unit, res.ratio, base.rate, ms(res.p50), ms(res.p99), res.note)
+		}
+		res, err := st.redisBenchmark(ctx)
+		if err != nil {
+			return fmt.Errorf("redis-benchmark: %w", err)
+		}
+		rep.add("redis-script", res, result{})
+		fmt.Printf("round %d redis-script %10.0f scripts/s (16 per round trip)\n", round, res.rate)
+		for _, cached := range []bool{true, false} {
+			res, err := st.constantRate(ctx, cached)
+			if err != nil {
+				return err
+			}
+			name := map[bool]string{true: "latency-hot", false: "latency-cold"}[cached]
+			rep.add(name, res, result{})
+			fmt.Printf("round %d %-12s at %d req/s: p50 %s p99 %s p99.9 %s (%d errors)\n", round, name, s.rate, ms(res.p50), ms(res.p99), ms(res.p999), res.errors)
+		}
+	}
+	return rep.write()
+}
+
+// readTimeout is the counter's read deadline during the bench.
+const readTimeout = "100ms"
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func (st *stack) start(ctx context.Context) error {
+	bin := filepath.Join(st.s.out, "bin")
+	// The same go build line as the Dockerfiles.
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin+"/", "./counter", "./callback", "./bench/baseline")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build: %v\n%s", err, out)
+	}
+	logs, err := os.Create(filepath.Join(st.s.out, "services.log"))
+	if err != nil {
+		return err
+	}
+	st.logs = logs
+	addrs := make([]string, 5)
+	for i := range addrs {
+		if addrs[i], err = freeAddr(); err != nil {
+			return err
+		}
+	}
+	st.redisAddr = addrs[0]
+	host, port, _ := net.SplitHostPort(st.redisAddr)
+	dir, err := os.MkdirTemp("", "freqcap-bench-")
+	if err != nil {
+		return err
+	}
+	if st.redis, err = st.spawn("redis", "redis-server", nil, "--bind", host, "--port", port, "--dir", dir,
+		"--save", "", "--appendonly", "no"); err != nil {
+		return err
+	}
+	if err := waitTCP(st.redisAddr); err != nil {
+		return err
+	}
+	redisURL := "REDIS_URL=redis://" + st.redisAddr
+	st.counterURL, st.callbackURL, st.adminURL, st.baseURL = "http://"+addrs[1], "http://"+addrs[2], "http://"+addrs[3], "http://"+addrs[4]
+	if st.counter, err = st.spawn("counter", filepath.Join(bin, "counter"), []string{"COUNTER_ADDR=" + addrs[1], redisURL, "LOG_FORMAT=json",
+		// wrk's closed loop saturates the machine and queues requests far past
+		// the production 5 ms read deadline; throughput must count full
+		// reads, not cheap degraded ones. The constant-rate runs show latency.
+		"COUNTER_READ_TIMEOUT=" + readTimeout}); err != nil {
+		return err
+	}
+	if st.callback, err = st.spawn("callback", filepath.Join(bin, "callback"), []string{"CALLBACK_ADDR=" + addrs[2],
+		"CALLBACK_ADMIN_ADDR=" + addrs[3], "COUNTER_URL=" + st.counterURL, redisURL, "LOG_FORMAT=json"}); err != nil {
+		return err
+	}
+	if st.baseline, err = st.spawn("baseline", filepath.Join(bin, "baseline"), []string{"BASELINE_ADDR=" + addrs[4]}); err != nil {
+		return err
+	}
+	for _, u := range []string{st.counterURL + "/healthz", st.adminURL + "/healthz", st.baseURL + "/"} {
+		if err := waitHTTP(u); err != nil {
+			return err
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPut, st.adminURL+"/v1/campaigns/42", strings.NewReader(`{"winLimitHours":3}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+func (st *stack) spawn(name, bin string, env []string, args ...string) (*proc, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = st.logs, st.logs
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd}
+	st.procs = append(st.procs, p)
+	return p, nil
+}
+
+func (st *stack) stopAll() {
+	for _, p := range slices.Backward(st.procs) {
+		p.stop()
+	}
+	if st.logs != nil {
+		st.logs.Close()
+	}
+}
+
+func waitTCP(addr string) error {
+	for range 200 {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			return c.Close()
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not listening", addr)
+}
+
+func waitHTTP(u string) error {
+	for range 200 {
+		if resp, err := http.Get(u); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not healthy", u)
+}
+
+// deviceID is the UUID-shaped id of filled device i, as the wrk script makes it.
+func deviceID(i int) string { return fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i) }
+
+// fillDevices writes s.fill device counters shaped as the write script
+// leaves them (day String with TTL, hour Hash with 3 fields and TTL) through
+// redis-cli --pipe, and returns the bytes Redis spent on each.
+func (st *stack) fillDevices(ctx context.Context) (float64, error) {
+	before, err := st.usedMemory()
+	if err != nil {
+		return 0, err
+	}
+	host, port, _ := net.SplitHostPort(st.redisAddr)
+	cmd := exec.CommandContext(ctx, "redis-cli", "-h", host, "-p", port, "--pipe")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return 0, err
+	}
+	cmd.Stdout, cmd.Stderr = st.logs, st.logs
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	w := bufio.NewWriterSize(in, 1<<20)
+	hour := time.Now().Unix() / 3600
+	resp := func(args ...string) {
+		fmt.Fprintf(w, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(w, "$%d\r\n%s\r\n", len(a), a)
+		}
+	}
+	for i := range st.s.fill {
+		tag := "{win:device:42:" + deviceID(i) + "}"
+		resp("SET", "freq:"+tag, "2", "PX", "86400000")
+		resp("HSET", "hfreq:"+tag, strconv.FormatInt(hour-2, 10), "1", strconv.FormatInt(hour-1, 10), "1", strconv.FormatInt(hour, 10), "1")
+		resp("PEXPIRE", "hfreq:"+tag, "14400000")
+	}
+	if err := w.Flush(); err != nil {
+		return 0, err
+	}
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		return 0, fmt.Errorf("redis-cli --pipe: %w", err)
+	}
+	after, err := st.usedMemory()
+	if err != nil {
+		return 0, err
+	}
+	return float64(after-before) / float64(st.s.fill), nil
+}
+
+func (st *stack) usedMemory() (int64, error) {
+	host, port, _ := net.SplitHostPort(st.redisAddr)
+	out, err := exec.Command("redis-cli", "-h", host, "-p", port, "INFO", "memory").Output()
+	if err != nil {
+		return 0, err
+	}
+	m := regexp.MustCompile(`used_memory:(\d+)`).FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("no used_memory in INFO")
+	}
+	return strconv.ParseInt(string(m[1]), 10, 64)
+}
+
+// result is one measured run.
+type result struct {
+	rate           float64 // req/s, items/s or scripts/s
+	ratio          float64
+	p50, p99, p999 time.Duration
+	cpu            map[string]float64 // percent of one core, per process
+	errors         int
+	note           string
+}
+
+type scenario struct {
+	name, unit string
+	run        func(ctx context.Context, round int) (result, error)
+}
+
+func scenarios(st *stack) []scenario {
+	return []scenario{
+		{"hot-read", "req/s", func(ctx context.Context, round int) (result, error) {
+			return st.wrk(ctx, "hot-read", st.counterURL+"/v1/freq?cid=42&bundle=com.hot&tagid=7&windowHours=3", "", round, true)
+		}},
+		{"cold-read", "req/s", func(ctx context.Context, round int) (result, error) {
+			return st.wrk(ctx, "cold-read", st.counterURL, "cold", round, true)
+		}},
+		{"batch-50", "items/s", func(ctx context.Context, round int) (result, error) {
+			r, err := st.wrk(ctx, "batch-50", st.counterURL, "batch", round, true)
+			r.rate *= 50
+			return r, err
+		}},
+		{"write", "req/s", func(ctx context.Context, round int) (result, error) {
+			return st.wrk(ctx, "write", st.counterURL, "write", round, true)
+		}},
+		{"end-to-end", "req/s", func(ctx context.Context, round int) (result, error) {
+			return st.endToEnd(ctx, round)
+		}},
+	}
+}
+
+var (
+	rpsRE = regexp.MustCompile(`Requests/sec:\s+([\d.]+)`)
+	latRE = regexp.MustCompile(`(?m)^\s+(50|99)(?:\.000)?%\s+([\d.]+)(us|ms|s)\s*$`)
+	errRE = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)|Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`)
+)
+
+// wrk runs wrk -t2 -c50 for the scenario duration, measuring the CPU of
+// every process, and takes a CPU profile of the services in round 1.
+func (st *stack) wrk(ctx context.Context, name, url, mode string, round int, profile bool) (result, error) {
+	args := []string{"-t2", "-c50", "-d" + strconv.Itoa(int(st.s.duration.Seconds())) + "s", "--latency"}
+	if mode != "" {
+		args = append(args, "-s", "bench/wrk/freqcap.lua")
+	}
+	cmd := exec.CommandContext(ctx, "wrk", append(args, url)...)
+	cmd.Env = append(os.Environ(), "MODE="+mode, "FILL="+strconv.Itoa(st.s.fill), "RUN="+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if profile && round == 1 {
+		st.profile(name, st.counterURL+"/debug/pprof/profile", "counter")
+		if name == "end-to-end" {
+			st.profile(name, st.adminURL+"/debug/pprof/profile", "callback")
+		}
+	}
+	before := st.cpu()
+	degradedBefore := st.degraded()
+	start := time.Now()
+	out, err := cmd.Output()
+	if err != nil {
+		return result{}, fmt.Errorf("wrk: %w", err)
+	}
+	r := parseWrk(out)
+	r.cpu = st.cpuSince(before, time.Since(start))
+	r.cpu["wrk"] = 100 * (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds() / time.Since(start).Seconds()
+	if d := st.degraded() - degradedBefore; d > 0 && name != "baseline" {
+		r.note = fmt.Sprintf("%d degraded reads", d)
+	}
+	if r.errors > 0 {
+		r.note = strings.TrimSpace(r.note + fmt.Sprintf(" %d errors", r.errors))
+	}
+	return r, nil
+}
+
+func parseWrk(out []byte) result {
+	var r result
+	if m := rpsRE.FindSubmatch(out); m != nil {
+		r.rate, _ = strconv.ParseFloat(string(m[1]), 64)
+	}
+	for _, m := range latRE.FindAllSubmatch(out, -1) {
+		v, _ := strconv.ParseFloat(string(m[2]), 64)
+		d := time.Duration(v * float64(map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[string(m[3])]))
+		if string(m[1]) == "50" {
+			r.p50 = d
+		} else {
+			r.p99 = d
+		}
+	}
+	for _, m := range errRE.FindAllSubmatch(out, -1) {
+		for _, g := range m[1:] {
+			n, _ := strconv.Atoi(string(g))
+			r.errors += n
+		}
+	}
+	return r
+}
+
+func (st *stack) cpu() map[string]int64 {
+	m := map[string]int64{}
+	for _, p := range st.procs {
+		m[p.name] = p.cpuTicks()
+	}
+	return m
+}
+
+func (st *stack) cpuSince(before map[string]int64, took time.Duration) map[string]float64 {
+	m := map[string]float64{}
+	for _, p := range st.procs {
+		// /proc counts in clock ticks of 1/100 s on Linux.
+		m[p.name] = 100 * float64(p.cpuTicks()-before[p.name]) / 100 / took.Seconds()
+	}
+	return m
+}
+
+// profile fetches a CPU profile of one service for the scenario's duration.
+func (st *stack) profile(scenario, url, service string) {
+	secs := max(1, int(st.s.duration.Seconds())-1)
+	go func() {
+		resp, err := http.Get(fmt.Sprintf("%s?seconds=%d", url, secs))
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(filepath.Join(st.s.out, "profiles", scenario+"-"+service+".pprof"))
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		_, _ = io.Copy(f, resp.Body)
+	}()
+}
+
+// metric sums every sample of a Prometheus series family on url.
+func metric(url, name string) float64 {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			sum += v
+		}
+	}
+	return sum
+}
+
+func (st *stack) degraded() int {
+	return int(metric(st.counterURL+"/metrics", "freqcap_counter_degraded_reads_total"))
+}
+
+// endToEnd drives callback's /win at full speed, waits for the queue to
+// drain, and checks that every accepted notice was counted exactly once.
+func (st *stack) endToEnd(ctx context.Context, round int) (result, error) {
+	key := "freq:{win:tagid:42:e2e}"
+	countedBefore, err := st.redisInt(key)
+	if err != nil {
+		return result{}, err
+	}
+	acceptedBefore := metric(st.adminURL+"/metrics", "freqcap_callback_notices_accepted_total")
+	r, err := st.wrk(ctx, "end-to-end", st.callbackURL, "win", round, true)
+	if err != nil {
+		return r, err
+	}
+	accepted := int64(metric(st.adminURL+"/metrics", "freqcap_callback_notices_accepted_total") - acceptedBefore)
+	deadline := time.Now().Add(2 * time.Minute)
+	for metric(st.adminURL+"/metrics", "freqcap_callback_queue_depth") > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	countedAfter, err := st.redisInt(key)
+	if err != nil {
+		return r, err
+	}
+	counted := countedAfter - countedBefore
+	dropped := metric(st.adminURL+"/metrics", "freqcap_callback_dropped_total")
+	r.note = strings.TrimSpace(fmt.Sprintf("accepted %d, counted %d, dropped %.0f %s", accepted, counted, dropped, r.note))
+	if counted != accepted {
+		return r, fmt.Errorf("loss: accepted %d notices, counted %d", accepted, counted)
+	}
+	return r, nil
+}
+
+func (st *stack) redisInt(key string) (int64, error) {
+	host, port, _ := net.SplitHostPort(st.redisAddr)
+	out, err := exec.Command("redis-cli", "-h", host, "-p", port, "GET", key).Output()
+	if err != nil {
+		return 0, err
+	}
+	s := strings.TrimSpace(string(out))
+	if s == "" {
+		return 0, nil
+	}
+	return strconv.ParseInt(s, 10, 64)
+}
+
+// redisBenchmark runs the counter's write script in redis-benchmark, 16 per
+// round trip: the ceiling one Redis core sets on writes.
+func (st *stack) redisBenchmark(ctx context.Context) (result, error) {
+	host, port, _ := net.SplitHostPort(st.redisAddr)
+	out, err := exec.CommandContext(ctx, "redis-cli", "-h", host, "-p", port, "SCRIPT", "LOAD", lua.Incr).Output()
+	if err != nil {
+		return result{}, err
+	}
+	sha := strings.TrimSpace(string(out))
+	hour := strconv.FormatInt(time.Now().Unix()/3600, 10)
+	// Sized to run about the scenario duration at the ceiling measured here.
+	n := strconv.Itoa(int(st.s.duration.Seconds()) * 150_000)
+	before := st.cpu()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, "redis-benchmark", "-h", host, "-p", port, "-P", "16", "-c", "50", "-n", n, "-r", "1000000", "-q",
+		"EVALSHA", sha, "4", "freq:{rb:device:42:__rand_int__}", "hfreq:{rb:device:42:__rand_int__}", "dedup:{rb:device:42:__rand_int__}:x", "sfreq:{rb:device:42:__rand_int__}",
+		"86400000", hour, "3", "0", "0", "0", "x")
+	out, err = cmd.Output()
+	if err != nil {
+		return result{}, err
+	}
+	m := regexp.MustCompile(`([\d.]+) requests per second`).FindSubmatch(out)
+	if m == nil {
+		return result{}, fmt.Errorf("no rate in %q", out)
+	}
+	r := result{cpu: st.cpuSince(before, time.Since(start))}
+	r.rate, _ = strconv.ParseFloat(string(m[1]), 64)
+	r.cpu["redis-benchmark"] = 100 * (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds() / time.Since(start).Seconds()
+	return r, nil
+}
+
+// constantRate measures latency at a fixed request rate with vegeta.
+func (st *stack) constantRate(ctx context.Context, cached bool) (result, error) {
+	seq := 0
+	targeter := func(t *vegeta.Target) error {
+		t.Method = http.MethodGet
+		if cached {
+			t.URL = st.counterURL + "/v1/freq?cid=42&bundle=com.hot&tagid=7&windowHours=3"
+		} else {
+			seq++
+			t.URL = st.counterURL + "/v1/freq?cid=42&device=" + deviceID((seq*7919)%st.s.fill) + "&windowHours=3"
+		}
+		return nil
+	}
+	attacker := vegeta.NewAttacker(vegeta.KeepAlive(true), vegeta.Workers(64), vegeta.Timeout(time.Second))
+	var m vegeta.Metrics
+	before := st.cpu()
+	start := time.Now()
+	for res := range attacker.Attack(targeter, vegeta.Rate{Freq: st.s.rate, Per: time.Second}, st.s.duration, "latency") {
+		m.Add(res)
+		if ctx.Err() != nil {
+			attacker.Stop()
+		}
+	}
+	m.Close()
+	r := result{rate: m.Throughput, p50: m.Latencies.P50, p99: m.Latencies.P99, p999: m.Latencies.Quantile(0.999),
+		cpu: st.cpuSince(before, time.Since(start))}
+	for code, n := range m.StatusCodes {
+		if code != "200" {
+			r.errors += n
+		}
+	}
+	return r, ctx.Err()
+}
+
+// machine describes where the bench ran.
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		if m := regexp.MustCompile(`model name\s*:\s*(.+)`).FindSubmatch(b); m != nil {
+			model = string(m[1])
+		}
+	}
+	return fmt.Sprintf("%s, %d cores, %s/%s, %s", model, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+}

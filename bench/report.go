@@ -1,0 +1,166 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+)
+
+// report gathers every round's results and writes the medians.
+type report struct {
+	settings        settings
+	bytesPerCounter float64
+	order           []string
+	runs            map[string][]result
+	baselines       []float64
+}
+
+func (r *report) add(name string, res, base result) {
+	if r.runs == nil {
+		r.runs = map[string][]result{}
+	}
+	if _, ok := r.runs[name]; !ok {
+		r.order = append(r.order, name)
+	}
+	r.runs[name] = append(r.runs[name], res)
+	if base.rate > 0 {
+		r.baselines = append(r.baselines, base.rate)
+	}
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func (r *report) med(name string, f func(result) float64) float64 {
+	var v []float64
+	for _, res := range r.runs[name] {
+		v = append(v, f(res))
+	}
+	return median(v)
+}
+
+func medDur(r *report, name string, f func(result) time.Duration) time.Duration {
+	return time.Duration(r.med(name, func(x result) float64 { return float64(f(x)) }))
+}
+
+// target is one goal of the bench and how to read it off the results.
+type target struct {
+	what string
+	got  func(r *report) (float64, string)
+	ok   func(v float64) bool
+}
+
+var targets = map[string]target{
+	"hot-read":   {"ratio >= 0.80", ratioOf("hot-read"), func(v float64) bool { return v >= 0.80 }},
+	"cold-read":  {"ratio >= 0.60", ratioOf("cold-read"), func(v float64) bool { return v >= 0.60 }},
+	"write":      {"ratio >= 0.50", ratioOf("write"), func(v float64) bool { return v >= 0.50 }},
+	"end-to-end": {"ratio >= 0.40, no loss", ratioOf("end-to-end"), func(v float64) bool { return v >= 0.40 }},
+	"batch-50": {"items/s >= 15x cold read", func(r *report) (float64, string) {
+		// Per round: batch items/s over the cold single-read req/s of that round.
+		var v []float64
+		for i, b := range r.runs["batch-50"] {
+			if i < len(r.runs["cold-read"]) && r.runs["cold-read"][i].rate > 0 {
+				v = append(v, b.rate/r.runs["cold-read"][i].rate)
+			}
+		}
+		return median(v), fmt.Sprintf("%.1fx", median(v))
+	}, func(v float64) bool { return v >= 15 }},
+	"latency-hot": {"p99 <= 1 ms", func(r *report) (float64, string) {
+		p := medDur(r, "latency-hot", func(x result) time.Duration { return x.p99 })
+		return float64(p), ms(p)
+	}, func(v float64) bool { return time.Duration(v) <= time.Millisecond }},
+	"latency-cold": {"p99 <= 2 ms", func(r *report) (float64, string) {
+		p := medDur(r, "latency-cold", func(x result) time.Duration { return x.p99 })
+		return float64(p), ms(p)
+	}, func(v float64) bool { return time.Duration(v) <= 2*time.Millisecond }},
+}
+
+func ratioOf(name string) func(r *report) (float64, string) {
+	return func(r *report) (float64, string) {
+		v := r.med(name, func(x result) float64 { return x.ratio })
+		return v, fmt.Sprintf("%.2f", v)
+	}
+}
+
+var units = map[string]string{"batch-50": "items/s", "redis-script": "scripts/s"}
+
+func (r *report) markdown() string {
+	var b strings.Builder
+	commit, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	fmt.Fprintf(&b, "# freqcap benchmark results\n\n")
+	fmt.Fprintf(&b, "- date: %s\n- commit: %s\n- machine: %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), strings.TrimSpace(string(commit)), machine())
+	fmt.Fprintf(&b, "- method: `make bench`; %d rounds of %s per scenario, each right after a baseline run; wrk -t2 -c50; medians of %d rounds; constant-rate runs with vegeta at %d req/s; counter read deadline %s (saturated runs queue past the production 5 ms; degraded answers would flatter throughput)\n",
+		r.settings.rounds, r.settings.duration, r.settings.rounds, r.settings.rate, readTimeout)
+	fmt.Fprintf(&b, "- baseline (bare net/http, 13 bytes): median %.0f req/s\n\n", median(r.baselines))
+	b.WriteString("| scenario | throughput | vs baseline | p50 | p99 | p99.9 | CPU % counter / callback / redis / load | target | met | notes |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, name := range r.order {
+		runs := r.runs[name]
+		unit := units[name]
+		if unit == "" {
+			unit = "req/s"
+		}
+		cpu := func(p string) string {
+			return fmt.Sprintf("%.0f", r.med(name, func(x result) float64 { return x.cpu[p] }))
+		}
+		load := "wrk"
+		switch {
+		case name == "redis-script":
+			load = "redis-benchmark"
+		case strings.HasPrefix(name, "latency"):
+			load = "" // vegeta runs inside the bench process
+		}
+		loadCPU := "-"
+		if load != "" {
+			loadCPU = cpu(load)
+		}
+		ratio := "-"
+		if runs[0].ratio > 0 {
+			ratio = fmt.Sprintf("%.2f", r.med(name, func(x result) float64 { return x.ratio }))
+		}
+		p999 := "-"
+		if runs[0].p999 > 0 {
+			p999 = ms(medDur(r, name, func(x result) time.Duration { return x.p999 }))
+		}
+		goal, met := "-", "-"
+		if t, ok := targets[name]; ok {
+			v, shown := t.got(r)
+			goal = t.what
+			met = "no (" + shown + ")"
+			if t.ok(v) {
+				met = "yes (" + shown + ")"
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %.0f %s | %s | %s | %s | %s | %s / %s / %s / %s | %s | %s | %s |\n",
+			name, r.med(name, func(x result) float64 { return x.rate }), unit, ratio,
+			ms(medDur(r, name, func(x result) time.Duration { return x.p50 })),
+			ms(medDur(r, name, func(x result) time.Duration { return x.p99 })), p999,
+			cpu("counter"), cpu("callback"), cpu("redis"), loadCPU, goal, met, runs[len(runs)-1].note)
+	}
+	met := "no"
+	if r.bytesPerCounter <= 340 {
+		met = "yes"
+	}
+	fmt.Fprintf(&b, "\nRedis bytes per device counter (day String + hour Hash with 3 fields, UUID ids, from INFO used_memory over %d counters): **%.0f B** (target <= 340 B: %s).\n",
+		r.settings.fill, r.bytesPerCounter, met)
+	b.WriteString("\nCPU profiles of round 1 are in `bench/out/profiles/` (`go tool pprof -top bench/out/profiles/<scenario>-counter.pprof`).\n")
+	return b.String()
+}
+
+func (r *report) write() error {
+	md := r.markdown()
+	fmt.Print("\n" + md)
+	return os.WriteFile(r.settings.results, []byte(md), 0o644)
+}

@@ -1,0 +1,50 @@
+-- wrk script of make bench. MODE picks the request; FILL is how many device
+-- counters the fill wrote (ids are UUID-shaped from their index); RUN makes
+-- event ids unique across runs.
+--   cold   GET  /v1/freq for a random filled device, 3-hour window
+--   write  POST /v1/incr for a random device + hot bundle and tagid, with an eid
+--   batch  POST /v1/freq/batch: 50 candidate campaigns for one random device
+--   win    GET  /win on callback for a random device, counted on tagid e2e too
+local mode = os.getenv("MODE") or "cold"
+local fill = tonumber(os.getenv("FILL") or "1000000")
+local run = os.getenv("RUN") or "0"
+
+local threads = 0
+function setup(thread)
+  thread:set("tid", threads)
+  threads = threads + 1
+end
+
+local seq = 0
+function init(args)
+  math.randomseed(os.time() + (tid or 0) * 7919)
+end
+
+local function device()
+  local i = math.random(0, fill - 1)
+  return string.format("%08x-0000-4000-8000-%012x", i, i)
+end
+
+local function eid()
+  seq = seq + 1
+  return string.format("b%s-%d-%d", run, tid or 0, seq)
+end
+
+local batch_head = '{"items":['
+
+request = function()
+  if mode == "cold" then
+    return wrk.format("GET", "/v1/freq?cid=42&device=" .. device() .. "&windowHours=3")
+  elseif mode == "write" then
+    return wrk.format("POST", "/v1/incr?cid=42&device=" .. device() .. "&bundle=com.hot&tagid=7&windowHours=3&eid=" .. eid())
+  elseif mode == "batch" then
+    local d = device()
+    local items = {}
+    for c = 1, 50 do
+      items[c] = '{"cid":"c' .. c .. '","dims":{"device":"' .. d .. '"},"windowHours":3}'
+    end
+    return wrk.format("POST", "/v1/freq/batch", {["Content-Type"] = "application/json"}, batch_head .. table.concat(items, ",") .. "]}")
+  elseif mode == "win" then
+    return wrk.format("GET", "/win?cid=42&device=" .. device() .. "&tagid=e2e&eid=" .. eid())
+  end
+end
