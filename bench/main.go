@@ -40,7 +40,10 @@ type settings struct {
 	rate     int // constant-rate latency runs, req/s
 	out      string
 	results  string
+	only     []string // scenario names to run; all when empty
 }
+
+func (s settings) wants(name string) bool { return len(s.only) == 0 || slices.Contains(s.only, name) }
 
 func loadSettings() (settings, error) {
 	s := settings{duration: 10 * time.Second, rounds: 3, fill: 1_000_000, rate: 5000, out: "bench/out", results: "bench/RESULTS.md"}
@@ -56,6 +59,9 @@ func loadSettings() (settings, error) {
 				return s, fmt.Errorf("%s: want a positive whole number, got %q", name, v)
 			}
 		}
+	}
+	if v := os.Getenv("BENCH_ONLY"); v != "" {
+		s.only = strings.Split(v, ",")
 	}
 	if v := os.Getenv("BENCH_RESULTS"); v != "" {
 		s.results = v
@@ -139,6 +145,9 @@ func run(ctx context.Context) error {
 	rep := &report{bytesPerCounter: bytesPer, settings: s}
 	for round := 1; round <= s.rounds; round++ {
 		for _, sc := range scenarios(st) {
+			if !st.s.wants(sc.name) {
+				continue
+			}
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -155,18 +164,23 @@ func run(ctx context.Context) error {
 			fmt.Printf("round %d %-12s %10.0f %-6s ratio %.2f (baseline %.0f req/s)  p50 %s p99 %s  %s\n",
 				round, sc.name, res.rate, sc.unit, res.ratio, base.rate, ms(res.p50), ms(res.p99), res.note)
 		}
-		res, err := st.redisBenchmark(ctx)
-		if err != nil {
-			return fmt.Errorf("redis-benchmark: %w", err)
+		if s.wants("redis-script") {
+			res, err := st.redisBenchmark(ctx)
+			if err != nil {
+				return fmt.Errorf("redis-benchmark: %w", err)
+			}
+			rep.add("redis-script", res, result{})
+			fmt.Printf("round %d redis-script %10.0f scripts/s (16 per round trip)\n", round, res.rate)
 		}
-		rep.add("redis-script", res, result{})
-		fmt.Printf("round %d redis-script %10.0f scripts/s (16 per round trip)\n", round, res.rate)
 		for _, cached := range []bool{true, false} {
+			name := map[bool]string{true: "latency-hot", false: "latency-cold"}[cached]
+			if !s.wants(name) {
+				continue
+			}
 			res, err := st.constantRate(ctx, cached)
 			if err != nil {
 				return err
 			}
-			name := map[bool]string{true: "latency-hot", false: "latency-cold"}[cached]
 			rep.add(name, res, result{})
 			fmt.Printf("round %d %-12s at %d req/s: p50 %s p99 %s p99.9 %s (%d errors)\n", round, name, s.rate, ms(res.p50), ms(res.p99), ms(res.p999), res.errors)
 		}

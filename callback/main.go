@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/rueidis"
 
+	"github.com/freqcap/freqcap/shared/httpmetrics"
 	"github.com/freqcap/freqcap/shared/httpserver"
 	"github.com/freqcap/freqcap/shared/logging"
 	"github.com/freqcap/freqcap/shared/redisconn"
@@ -64,7 +65,8 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 	fwd.metrics = newMetrics(reg, func() float64 { return float64(fwd.Depth()) })
 	fwd.Start()
 
-	d := deps{log: log, settings: s, campaigns: campaigns, forwarder: fwd, metrics: fwd.metrics, draining: &atomic.Bool{}, registry: reg}
+	d := deps{log: log, settings: s, campaigns: campaigns, forwarder: fwd, metrics: fwd.metrics, draining: &atomic.Bool{}, registry: reg,
+		httpMetrics: httpmetrics.New(reg, "callback")}
 	public, err := httpserver.Listen(s.Addr, "CALLBACK_ADDR", NewServer(d))
 	if err != nil {
 		return err

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net/http"
+
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -13,20 +15,22 @@ func addPublicRoutes(r chi.Router, d deps) {
 	win := handleNotice("win", d.settings.Dimensions, d.forwarder, d.metrics, d.draining, d.log, false)
 	billing := handleNotice("billing", d.settings.Dimensions, d.forwarder, d.metrics, d.draining, d.log, false)
 	imp := handleNotice("imp", d.settings.Dimensions, d.forwarder, d.metrics, d.draining, d.log, true)
-	r.Get("/win", win.ServeHTTP)
-	r.Post("/win", win.ServeHTTP)
-	r.Get("/billing", billing.ServeHTTP)
-	r.Post("/billing", billing.ServeHTTP)
-	r.Get("/imp", imp.ServeHTTP)
+	m := d.httpMetrics
+	r.Method(http.MethodGet, "/win", m.Route("/win", win))
+	r.Method(http.MethodPost, "/win", m.Route("/win", win))
+	r.Method(http.MethodGet, "/billing", m.Route("/billing", billing))
+	r.Method(http.MethodPost, "/billing", m.Route("/billing", billing))
+	r.Method(http.MethodGet, "/imp", m.Route("/imp", imp))
 }
 
 // addAdminRoutes is the internal API: never expose it to exchanges.
 func addAdminRoutes(r chi.Router, d deps) {
-	r.Get("/v1/campaigns/{cid}", handleCampaignGet(d.log, d.campaigns).ServeHTTP)
-	r.Put("/v1/campaigns/{cid}", handleCampaignPut(d.log, d.campaigns).ServeHTTP)
-	r.Delete("/v1/campaigns/{cid}", handleCampaignDelete(d.log, d.campaigns).ServeHTTP)
-	r.Get("/healthz", health.Live().ServeHTTP)
-	r.Get("/readyz", health.Ready(d.log, "redis", d.campaigns.Ping).ServeHTTP)
+	m := d.httpMetrics
+	r.Method(http.MethodGet, "/v1/campaigns/{cid}", m.Route("/v1/campaigns/{cid}", handleCampaignGet(d.log, d.campaigns)))
+	r.Method(http.MethodPut, "/v1/campaigns/{cid}", m.Route("/v1/campaigns/{cid}", handleCampaignPut(d.log, d.campaigns)))
+	r.Method(http.MethodDelete, "/v1/campaigns/{cid}", m.Route("/v1/campaigns/{cid}", handleCampaignDelete(d.log, d.campaigns)))
+	r.Method(http.MethodGet, "/healthz", m.Route("/healthz", health.Live()))
+	r.Method(http.MethodGet, "/readyz", m.Route("/readyz", health.Ready(d.log, "redis", d.campaigns.Ping)))
 	r.Handle("/metrics", promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{}))
 	r.Mount("/debug", middleware.Profiler())
 }

@@ -22,27 +22,28 @@ type deps struct {
 	metrics   *metrics
 	draining  *atomic.Bool
 	registry  *prometheus.Registry
+	// httpMetrics times requests of both listeners; their routes differ.
+	httpMetrics *httpmetrics.Metrics
 }
 
-func newRouter(reg prometheus.Registerer, listener string) chi.Router {
+func newRouter(m *httpmetrics.Metrics) chi.Router {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
-	r.Use(httpmetrics.New(prometheus.WrapRegistererWith(prometheus.Labels{"listener": listener}, reg), "callback").Handler)
-	r.NotFound(httpjson.NotFound)
-	r.MethodNotAllowed(httpjson.MethodNotAllowed)
+	r.NotFound(m.Route("unmatched", http.HandlerFunc(httpjson.NotFound)).ServeHTTP)
+	r.MethodNotAllowed(m.Route("unmatched", http.HandlerFunc(httpjson.MethodNotAllowed)).ServeHTTP)
 	return r
 }
 
 // NewServer builds the public handler that faces ad exchanges.
 func NewServer(d deps) http.Handler {
-	r := newRouter(d.registry, "public")
+	r := newRouter(d.httpMetrics)
 	addPublicRoutes(r, d)
 	return r
 }
 
 // NewAdminServer builds the internal handler: campaigns, health, metrics, pprof.
 func NewAdminServer(d deps) http.Handler {
-	r := newRouter(d.registry, "admin")
+	r := newRouter(d.httpMetrics)
 	addAdminRoutes(r, d)
 	return r
 }

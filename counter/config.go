@@ -26,6 +26,7 @@ type Config struct {
 	ReadTimeout      time.Duration `env:"COUNTER_READ_TIMEOUT" envDefault:"5ms"`
 	WriteTimeout     time.Duration `env:"COUNTER_WRITE_TIMEOUT" envDefault:"1s"`
 	DedupeTTL        time.Duration `env:"COUNTER_DEDUPE_TTL" envDefault:"10m"`
+	FlushDelay       time.Duration `env:"COUNTER_REDIS_FLUSH_DELAY" envDefault:"50us"`
 	ShutdownTimeout  time.Duration `env:"COUNTER_SHUTDOWN_TIMEOUT" envDefault:"10s"`
 	Log              logging.Settings
 }
@@ -91,6 +92,8 @@ func loadSettings(environ []string) (Settings, error) {
 		return s, fmt.Errorf("COUNTER_WRITE_TIMEOUT: must be positive, got %s", cfg.WriteTimeout)
 	case cfg.CacheTTL <= 0:
 		return s, fmt.Errorf("COUNTER_CACHE_TTL: must be positive, got %s", cfg.CacheTTL)
+	case cfg.FlushDelay < 0 || cfg.FlushDelay > time.Millisecond:
+		return s, fmt.Errorf("COUNTER_REDIS_FLUSH_DELAY: must be between 0 and 1ms, got %s", cfg.FlushDelay)
 	case cfg.DedupeTTL <= 0:
 		return s, fmt.Errorf("COUNTER_DEDUPE_TTL: must be positive, got %s", cfg.DedupeTTL)
 	}

@@ -15,59 +15,6 @@ import (
 	"github.com/freqcap/freqcap/shared/httpjson"
 )
 
-// dimCounts is one dimension's counts on the wire. Window is the single
-// window's sum; Windows holds one sum per window when several were asked
-// for; Pace is present when paceWindowSec was.
-type dimCounts struct {
-	Day     int64            `json:"day"`
-	Window  *int64           `json:"window,omitempty"`
-	Windows map[string]int64 `json:"windows,omitempty"`
-	Pace    *paceCounts      `json:"pace,omitempty"`
-}
-
-type paceCounts struct {
-	Count  int64 `json:"count"`
-	LastAt int64 `json:"lastAt"`
-}
-
-type countsBody struct {
-	Code          int                  `json:"code"`
-	Msg           string               `json:"msg,omitempty"`
-	CID           string               `json:"cid"`
-	Event         string               `json:"event"`
-	WindowHours   any                  `json:"windowHours"` // a number, or an array when several windows were asked for
-	PaceWindowSec int                  `json:"paceWindowSec,omitempty"`
-	Counts        map[string]dimCounts `json:"counts"`
-	Degraded      *bool                `json:"degraded,omitempty"`
-	Duplicate     bool                 `json:"duplicate,omitempty"`
-}
-
-func newCountsBody(q *Query, res *Result) countsBody {
-	b := countsBody{CID: q.CID, Event: q.Event, WindowHours: q.maxWindow(), PaceWindowSec: q.PaceWindowSec,
-		Counts: make(map[string]dimCounts, len(q.Dims)), Duplicate: res.Duplicate}
-	if len(q.Windows) > 1 {
-		b.WindowHours = q.Windows
-	}
-	for i, d := range q.Dims {
-		c := &res.Counts[i]
-		dc := dimCounts{Day: c.Day}
-		switch {
-		case len(q.Windows) == 1:
-			dc.Window = &c.Windows[0]
-		case len(q.Windows) > 1:
-			dc.Windows = make(map[string]int64, len(q.Windows))
-			for w, hours := range q.Windows {
-				dc.Windows[strconv.Itoa(hours)] = c.Windows[w]
-			}
-		}
-		if q.PaceWindowSec > 0 {
-			dc.Pace = &paceCounts{Count: c.Pace.Count, LastAt: c.Pace.LastAt}
-		}
-		b.Counts[d.Name] = dc
-	}
-	return b
-}
-
 // readCode is the application code of a failed read.
 func readCode(err error) int {
 	if apierr.CodeOf(err) == apierr.Timeout {
@@ -84,17 +31,18 @@ type degrader struct {
 	sometime rate.Sometimes
 }
 
-func (d *degrader) mark(r *http.Request, b *countsBody, err error) {
-	degraded := err != nil
-	b.Degraded = &degraded
-	if !degraded {
+func (d *degrader) mark(r *http.Request, a *answer) {
+	err := a.res.Err
+	a.read = true
+	a.degraded = err != nil
+	if err == nil {
 		return
 	}
-	b.Code = readCode(err)
-	b.Msg = "counts unavailable, answered 0: " + firstLine(err)
-	d.metrics.degradedReads.WithLabelValues(strconv.Itoa(b.Code)).Inc()
+	a.code = readCode(err)
+	a.msg = "counts unavailable, answered 0: " + firstLine(err)
+	d.metrics.degradedReads.WithLabelValues(strconv.Itoa(a.code)).Inc()
 	d.sometime.Do(func() {
-		d.log.WarnContext(r.Context(), "read degraded: answering 0", "code", b.Code, "err", err)
+		d.log.WarnContext(r.Context(), "read degraded: answering 0", "code", a.code, "err", err)
 	})
 }
 
@@ -115,7 +63,7 @@ func handleIncr(log *slog.Logger, p *parser, store *Store, writeTimeout time.Dur
 			httpjson.Error(w, r, log, err)
 			return
 		}
-		httpjson.Write(w, http.StatusOK, newCountsBody(&q, &res))
+		writeAnswers(w, []answer{{q: &q, res: &res, duplicate: res.Duplicate}}, false)
 	})
 }
 
@@ -130,20 +78,14 @@ func handleFreq(log *slog.Logger, p *parser, store *Store, deg *degrader) http.H
 			return
 		}
 		res := store.Read(r.Context(), []Query{q})[0]
-		b := newCountsBody(&q, &res)
-		deg.mark(r, &b, res.Err)
-		httpjson.Write(w, http.StatusOK, b)
+		a := answer{q: &q, res: &res}
+		deg.mark(r, &a)
+		writeAnswers(w, []answer{a}, false)
 	})
 }
 
 type batchRequest struct {
 	Items []batchItem `json:"items"`
-}
-
-type batchBody struct {
-	Code    int          `json:"code"`
-	Msg     string       `json:"msg"`
-	Results []countsBody `json:"results"`
 }
 
 // maxBatchBody bounds the JSON a batch may send: a full batch of the largest
@@ -173,12 +115,12 @@ func handleFreqBatch(log *slog.Logger, p *parser, store *Store, deg *degrader, m
 			qs[i] = q
 		}
 		results := store.Read(r.Context(), qs)
-		b := batchBody{Code: apierr.OK, Msg: "ok", Results: make([]countsBody, len(qs))}
+		answers := make([]answer, len(qs))
 		for i := range qs {
-			b.Results[i] = newCountsBody(&qs[i], &results[i])
-			deg.mark(r, &b.Results[i], results[i].Err)
+			answers[i] = answer{q: &qs[i], res: &results[i]}
+			deg.mark(r, &answers[i])
 		}
-		httpjson.Write(w, http.StatusOK, b)
+		writeAnswers(w, answers, true)
 	})
 }
 

@@ -85,7 +85,9 @@ func newClient(t testing.TB, url string) rueidis.Client {
 func testStore(t testing.TB, srv *redistest.Server, clk *clock, kv ...string) (*Store, Settings) {
 	t.Helper()
 	s := testSettings(t, srv.URL(), kv...)
-	return newStore(newClient(t, srv.URL()), s, newMetrics(prometheus.NewRegistry()), clk.Now), s
+	st := newStore(newClient(t, srv.URL()), s, newMetrics(prometheus.NewRegistry()), clk.Now)
+	t.Cleanup(st.Close)
+	return st, s
 }
 
 // raw runs one command on a separate connection, as redis-cli would.

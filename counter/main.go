@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -22,6 +23,11 @@ import (
 )
 
 func main() {
+	if os.Getenv("GOGC") == "" {
+		// The heap is small and short-lived per request: collecting less
+		// often buys throughput for a few MB. GOGC still overrides.
+		debug.SetGCPercent(400)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args, os.Environ(), os.Stdout); err != nil {
@@ -43,6 +49,9 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
+	// Commands of concurrent requests that arrive within the delay share
+	// one write to Redis: fewer syscalls on both sides for microseconds.
+	opt.MaxFlushDelay = s.FlushDelay
 	rdb, err := rueidis.NewClient(opt)
 	if err != nil {
 		return fmt.Errorf("connect to redis (REDIS_URL=%s): %w", s.RedisURL, err)
@@ -52,6 +61,7 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	store := newStore(rdb, s, newMetrics(reg), time.Now)
+	defer store.Close()
 
 	srv, err := httpserver.Listen(s.Addr, "COUNTER_ADDR", NewServer(log, s, store, reg))
 	if err != nil {
@@ -74,7 +84,7 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 // newStore wires the store to its Redis client and settings; now is the
 // clock, injectable so tests can stand at any instant.
 func newStore(rdb rueidis.Client, s Settings, m *metrics, now func() time.Time) *Store {
-	return &Store{
+	st := &Store{
 		rdb:         rdb,
 		loc:         s.Location,
 		now:         now,
@@ -83,5 +93,8 @@ func newStore(rdb rueidis.Client, s Settings, m *metrics, now func() time.Time) 
 		dedupeTTL:   s.DedupeTTL,
 		readTimeout: s.ReadTimeout,
 		metrics:     m,
+		maxWindow:   s.MaxWindowHours,
 	}
+	st.startReaders()
+	return st
 }

@@ -8,16 +8,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/freqcap/freqcap/shared/health"
+	"github.com/freqcap/freqcap/shared/httpjson"
 )
 
 // addRoutes is the counter's whole HTTP API.
 func addRoutes(r chi.Router, d deps) {
-	r.Post("/v1/incr", handleIncr(d.log, d.parser, d.store, d.settings.WriteTimeout).ServeHTTP)
-	r.Get("/v1/freq", handleFreq(d.log, d.parser, d.store, d.degrader).ServeHTTP)
-	r.Post("/v1/pace", handlePace(d.log, d.parser, d.store, d.settings.WriteTimeout).ServeHTTP)
-	r.Post("/v1/freq/batch", handleFreqBatch(d.log, d.parser, d.store, d.degrader, d.settings.MaxBatch).ServeHTTP)
-	r.Get("/healthz", health.Live().ServeHTTP)
-	r.Get("/readyz", health.Ready(d.log, "redis", d.store.Ping).ServeHTTP)
-	r.Mount("/debug", middleware.Profiler())
+	m := d.httpMetrics
+	r.Method(http.MethodPost, "/v1/incr", m.Route("/v1/incr", handleIncr(d.log, d.parser, d.store, d.settings.WriteTimeout)))
+	r.Method(http.MethodGet, "/v1/freq", m.Route("/v1/freq", handleFreq(d.log, d.parser, d.store, d.degrader)))
+	r.Method(http.MethodPost, "/v1/freq/batch", m.Route("/v1/freq/batch", handleFreqBatch(d.log, d.parser, d.store, d.degrader, d.settings.MaxBatch)))
+	r.Method(http.MethodPost, "/v1/pace", m.Route("/v1/pace", handlePace(d.log, d.parser, d.store, d.settings.WriteTimeout)))
+	r.Method(http.MethodGet, "/healthz", m.Route("/healthz", health.Live()))
+	r.Method(http.MethodGet, "/readyz", m.Route("/readyz", health.Ready(d.log, "redis", d.store.Ping)))
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(d.gatherer, promhttp.HandlerOpts{}))
+	r.Mount("/debug", middleware.Profiler())
+	r.NotFound(m.Route("unmatched", http.HandlerFunc(httpjson.NotFound)).ServeHTTP)
+	r.MethodNotAllowed(m.Route("unmatched", http.HandlerFunc(httpjson.MethodNotAllowed)).ServeHTTP)
 }

@@ -8,35 +8,33 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/freqcap/freqcap/shared/httpjson"
 	"github.com/freqcap/freqcap/shared/httpmetrics"
 )
 
 // deps is what the handlers need, built once by NewServer.
 type deps struct {
-	log      *slog.Logger
-	settings Settings
-	parser   *parser
-	store    *Store
-	degrader *degrader
-	gatherer prometheus.Gatherer
+	log         *slog.Logger
+	settings    Settings
+	parser      *parser
+	store       *Store
+	degrader    *degrader
+	gatherer    prometheus.Gatherer
+	httpMetrics *httpmetrics.Metrics
 }
 
 // NewServer builds the counter's HTTP handler: router, middleware, routes.
 func NewServer(log *slog.Logger, s Settings, store *Store, reg *prometheus.Registry) http.Handler {
 	d := deps{
-		log:      log,
-		settings: s,
-		parser:   newParser(s),
-		store:    store,
-		degrader: &degrader{log: log, metrics: store.metrics},
-		gatherer: reg,
+		log:         log,
+		settings:    s,
+		parser:      newParser(s),
+		store:       store,
+		degrader:    &degrader{log: log, metrics: store.metrics},
+		gatherer:    reg,
+		httpMetrics: httpmetrics.New(reg, "counter"),
 	}
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
-	r.Use(httpmetrics.New(reg, "counter").Handler)
-	r.NotFound(httpjson.NotFound)
-	r.MethodNotAllowed(httpjson.MethodNotAllowed)
 	addRoutes(r, d)
 	return r
 }

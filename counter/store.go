@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -35,6 +36,9 @@ type Store struct {
 	dedupeTTL   time.Duration
 	readTimeout time.Duration
 	metrics     *metrics
+	jobs        chan *readJob
+	maxWindow   int
+	hours       atomic.Pointer[hourFields]
 }
 
 // Query names the counters of one campaign and event, one per dimension.
@@ -280,23 +284,54 @@ func randomID() string {
 // caller's decision).
 func (s *Store) Read(ctx context.Context, qs []Query) []Result {
 	ctx, cancel := context.WithTimeout(ctx, s.readTimeout)
-	done := make(chan []Result, 1)
-	go func() {
-		defer cancel()
-		done <- s.read(ctx, qs)
-	}()
-	timer := time.NewTimer(s.readTimeout)
-	defer timer.Stop()
+	defer cancel()
+	j := &readJob{ctx: ctx, qs: qs, done: make(chan []Result, 1)}
 	select {
-	case res := <-done:
+	case s.jobs <- j:
+	default:
+		// Every reader is stuck on a hung Redis and the queue is full:
+		// answer now rather than pile up.
+		s.metrics.redisErrors.WithLabelValues("read").Inc()
+		return failAll(qs, errReadersBusy)
+	}
+	select {
+	case res := <-j.done:
 		return res
-	case <-timer.C:
+	case <-ctx.Done():
 		// rueidis may block past the context in some reconnect paths; the
 		// caller's deadline wins.
 		s.metrics.redisErrors.WithLabelValues("read").Inc()
-		return failAll(qs, context.DeadlineExceeded)
+		return failAll(qs, ctx.Err())
 	}
 }
+
+// readJob is one Read handed to a reader goroutine.
+type readJob struct {
+	ctx  context.Context
+	qs   []Query
+	done chan []Result
+}
+
+// readers is how many goroutines serve reads, and how many more reads may
+// wait for one. Long-lived readers keep their grown stacks, so a read costs
+// no goroutine start, and a hung Redis holds at most this many.
+const readers = 256
+
+var errReadersBusy = errors.New("every reader is waiting on redis")
+
+func (s *Store) startReaders() {
+	s.jobs = make(chan *readJob, readers)
+	for range readers {
+		go func() {
+			for j := range s.jobs {
+				j.done <- s.read(j.ctx, j.qs)
+			}
+		}()
+	}
+}
+
+// Close stops the readers.
+func (s *Store) Close() { close(s.jobs) }
 
 func failAll(qs []Query, err error) []Result {
 	res := newResults(qs)
@@ -336,23 +371,46 @@ type slot struct {
 	p    part
 }
 
+// key is prefix + tag(q, d), built with one allocation: reads build keys
+// for every dimension of every item.
+func key(prefix string, q *Query, d Dim) string {
+	return prefix + "{" + q.Event + ":" + d.Name + ":" + q.CID + ":" + d.ID + "}"
+}
+
+// hourFields are the hash fields of the largest window for one hour,
+// formatted once an hour instead of on every read.
+type hourFields struct {
+	hour int64
+	all  []string // hour-maxWindow+1 .. hour
+}
+
+// fields returns the hash fields of the n hours up to hour, oldest first.
+func (s *Store) fields(hour int64, n int) []string {
+	hf := s.hours.Load()
+	if hf == nil || hf.hour != hour || len(hf.all) < n {
+		hf = &hourFields{hour: hour, all: make([]string, max(n, s.maxWindow))}
+		for k := range hf.all {
+			hf.all[k] = strconv.FormatInt(hour-int64(len(hf.all))+1+int64(k), 10)
+		}
+		s.hours.Store(hf)
+	}
+	return hf.all[len(hf.all)-n:]
+}
+
 func (s *Store) read(ctx context.Context, qs []Query) []Result {
 	now := s.now()
 	hour := epochHour(now)
-	var cached []rueidis.CacheableTTL
-	var direct rueidis.Commands
-	var cachedAt, directAt []slot
+	cached := make([]rueidis.CacheableTTL, 0, 2*len(qs))
+	direct := make(rueidis.Commands, 0, 2*len(qs))
+	cachedAt := make([]slot, 0, 2*len(qs))
+	directAt := make([]slot, 0, 2*len(qs))
 	for i := range qs {
 		q := &qs[i]
 		var fields []string
 		if n := q.maxWindow(); n > 0 {
-			fields = make([]string, n)
-			for k := range fields {
-				fields[k] = strconv.FormatInt(hour-int64(n)+1+int64(k), 10)
-			}
+			fields = s.fields(hour, n)
 		}
 		for j, d := range q.Dims {
-			t := tag(q, d)
 			add := func(c rueidis.Cacheable, p part) {
 				if s.cached[d.Name] {
 					cached = append(cached, rueidis.CT(c, s.cacheTTL))
@@ -362,13 +420,14 @@ func (s *Store) read(ctx context.Context, qs []Query) []Result {
 					directAt = append(directAt, slot{i, j, p})
 				}
 			}
-			add(s.rdb.B().Get().Key(dayKey(t)).Cache(), partDay)
+			add(s.rdb.B().Get().Key(key("freq:", q, d)).Cache(), partDay)
 			if fields != nil {
-				add(s.rdb.B().Hmget().Key(hourKey(t)).Field(fields...).Cache(), partWindows)
+				add(s.rdb.B().Hmget().Key(key("hfreq:", q, d)).Field(fields...).Cache(), partWindows)
 			}
 			if q.PaceWindowSec > 0 {
 				// The window's lower bound moves every millisecond: caching
 				// these would only fill the cache, so they go straight to Redis.
+				t := tag(q, d)
 				from := strconv.FormatInt(now.UnixMilli()-int64(q.PaceWindowSec)*1000, 10)
 				direct = append(direct,
 					s.rdb.B().Zcount().Key(paceKey(t)).Min(from).Max("+inf").Build(),
@@ -379,16 +438,18 @@ func (s *Store) read(ctx context.Context, qs []Query) []Result {
 	}
 
 	res := newResults(qs)
-	var cachedRes []rueidis.RedisResult
-	var wg sync.WaitGroup
-	if len(cached) > 0 {
+	var cachedRes, directRes []rueidis.RedisResult
+	switch {
+	case len(cached) > 0 && len(direct) > 0:
+		var wg sync.WaitGroup
 		wg.Go(func() { cachedRes = s.rdb.DoMultiCache(ctx, cached...) })
-	}
-	var directRes []rueidis.RedisResult
-	if len(direct) > 0 {
+		directRes = s.rdb.DoMulti(ctx, direct...)
+		wg.Wait()
+	case len(cached) > 0:
+		cachedRes = s.rdb.DoMultiCache(ctx, cached...)
+	default:
 		directRes = s.rdb.DoMulti(ctx, direct...)
 	}
-	wg.Wait()
 	var hits, misses int
 	for k, r := range cachedRes {
 		if r.IsCacheHit() {

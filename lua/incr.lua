@@ -41,10 +41,11 @@ if day == 1 then
 end
 
 if n > 0 then
-  redis.call('HINCRBY', KEYS[2], hour, 1)
+  local first = redis.call('HINCRBY', KEYS[2], hour, 1) == 1
   redis.call('PEXPIRE', KEYS[2], (n + 1) * 3600000)
-  -- Keep at most n+1 fields: drop the hours that left the window.
-  if redis.call('HLEN', KEYS[2]) > n + 1 then
+  -- Keep at most n+1 fields: drop the hours that left the window. Only a
+  -- new hour field can push the hash past that, so only then look.
+  if first and redis.call('HLEN', KEYS[2]) > n + 1 then
     local oldest = hour - n
     for _, f in ipairs(redis.call('HKEYS', KEYS[2])) do
       if tonumber(f) < oldest then redis.call('HDEL', KEYS[2], f) end

@@ -1,26 +1,25 @@
-// Package httpmetrics counts and times HTTP requests per chi route pattern.
+// Package httpmetrics counts and times HTTP requests per route.
 package httpmetrics
 
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Middleware records freqcap_http_requests_total{service,route,code} and
+// Metrics holds freqcap_http_requests_total{service,route,code} and
 // freqcap_http_request_duration_seconds{service,route}.
-type Middleware struct {
+type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 }
 
 // New registers the request metrics of one service on reg.
-func New(reg prometheus.Registerer, service string) *Middleware {
-	m := &Middleware{
+func New(reg prometheus.Registerer, service string) *Metrics {
+	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name:        "freqcap_http_requests_total",
 			Help:        "HTTP requests served, by route and status code.",
@@ -37,22 +36,47 @@ func New(reg prometheus.Registerer, service string) *Middleware {
 	return m
 }
 
-// Handler wraps next; it must run inside a chi router so the route pattern
-// is known once next returns.
-func (m *Middleware) Handler(next http.Handler) http.Handler {
+// Route instruments the handler of one route. The route's series are
+// looked up once, not on every request: this sits on the bidder's path.
+func (m *Metrics) Route(route string, next http.Handler) http.Handler {
+	duration := m.duration.WithLabelValues(route)
+	var codes sync.Map // status code -> prometheus.Counter
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-		next.ServeHTTP(ww, r)
-		route := "unmatched"
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-			route = rc.RoutePattern()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		code := sw.code
+		if code == 0 {
+			code = http.StatusOK
 		}
-		status := ww.Status()
-		if status == 0 {
-			status = http.StatusOK
+		c, ok := codes.Load(code)
+		if !ok {
+			c, _ = codes.LoadOrStore(code, m.requests.WithLabelValues(route, strconv.Itoa(code)))
 		}
-		m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-		m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		c.(prometheus.Counter).Inc()
+		duration.Observe(time.Since(start).Seconds())
 	})
 }
+
+// statusWriter remembers the status code a handler sent.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

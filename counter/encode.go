@@ -1,0 +1,132 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/freqcap/freqcap/shared/httpjson"
+)
+
+// answer is the JSON of one query's counts, appended by hand: it is
+// written once per bidder read, and encoding/json with a map per answer
+// cost more than the rest of the handler. Names in it (cid, event,
+// dimensions) are validated to plain ASCII before they get here; only msg
+// can hold anything and goes through encoding/json.
+//
+//	{"code":0,"msg":"..","cid":"42","event":"win","windowHours":3 | [2,24],
+//	 "paceWindowSec":600,"counts":{"device":{"day":3,"window":2 | "windows":{"2":1,"24":2},
+//	 "pace":{"count":1,"lastAt":1796210000123}}},"degraded":false,"duplicate":true}
+type answer struct {
+	q         *Query
+	res       *Result
+	code      int
+	msg       string
+	read      bool // reads carry "degraded"
+	degraded  bool
+	duplicate bool
+}
+
+func (a *answer) appendJSON(b []byte) []byte {
+	q := a.q
+	b = append(b, `{"code":`...)
+	b = strconv.AppendInt(b, int64(a.code), 10)
+	if a.msg != "" {
+		msg, _ := json.Marshal(a.msg)
+		b = append(b, `,"msg":`...)
+		b = append(b, msg...)
+	}
+	b = append(b, `,"cid":"`...)
+	b = append(b, q.CID...)
+	b = append(b, `","event":"`...)
+	b = append(b, q.Event...)
+	b = append(b, `","windowHours":`...)
+	if len(q.Windows) > 1 {
+		b = append(b, '[')
+		for i, w := range q.Windows {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(w), 10)
+		}
+		b = append(b, ']')
+	} else {
+		b = strconv.AppendInt(b, int64(q.maxWindow()), 10)
+	}
+	if q.PaceWindowSec > 0 {
+		b = append(b, `,"paceWindowSec":`...)
+		b = strconv.AppendInt(b, int64(q.PaceWindowSec), 10)
+	}
+	b = append(b, `,"counts":{`...)
+	for i, d := range q.Dims {
+		c := &a.res.Counts[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, d.Name...)
+		b = append(b, `":{"day":`...)
+		b = strconv.AppendInt(b, c.Day, 10)
+		switch {
+		case len(q.Windows) == 1:
+			b = append(b, `,"window":`...)
+			b = strconv.AppendInt(b, c.Windows[0], 10)
+		case len(q.Windows) > 1:
+			b = append(b, `,"windows":{`...)
+			for w, hours := range q.Windows {
+				if w > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, '"')
+				b = strconv.AppendInt(b, int64(hours), 10)
+				b = append(b, `":`...)
+				b = strconv.AppendInt(b, c.Windows[w], 10)
+			}
+			b = append(b, '}')
+		}
+		if q.PaceWindowSec > 0 {
+			b = append(b, `,"pace":{"count":`...)
+			b = strconv.AppendInt(b, c.Pace.Count, 10)
+			b = append(b, `,"lastAt":`...)
+			b = strconv.AppendInt(b, c.Pace.LastAt, 10)
+			b = append(b, '}')
+		}
+		b = append(b, '}')
+	}
+	b = append(b, '}')
+	if a.read {
+		b = append(b, `,"degraded":`...)
+		b = strconv.AppendBool(b, a.degraded)
+	}
+	if a.duplicate {
+		b = append(b, `,"duplicate":true`...)
+	}
+	return append(b, '}')
+}
+
+// buffers recycles answer buffers across requests.
+var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// writeAnswers sends one answer, or a batch of them when batch is set.
+func writeAnswers(w http.ResponseWriter, answers []answer, batch bool) {
+	bp := buffers.Get().(*[]byte)
+	b := (*bp)[:0]
+	if batch {
+		b = append(b, `{"code":0,"msg":"ok","results":[`...)
+	}
+	for i := range answers {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = answers[i].appendJSON(b)
+	}
+	if batch {
+		b = append(b, "]}"...)
+	}
+	httpjson.WriteRaw(w, http.StatusOK, b)
+	if cap(b) <= 64<<10 {
+		*bp = b
+		buffers.Put(bp)
+	}
+}
