@@ -4,8 +4,11 @@ import (
 	"context"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	gojson "github.com/goccy/go-json"
 
 	"github.com/freqcap/freqcap/shared/redistest"
 )
@@ -74,6 +77,33 @@ func BenchmarkParseQuery(b *testing.B) {
 		vals, _ := url.ParseQuery(raw)
 		if _, err := p.fromURL(vals, nil); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeBatch(b *testing.B) {
+	s, err := loadSettings(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := newParser(s)
+	var items []string
+	for c := 1; c <= 50; c++ {
+		items = append(items, `{"cid":"c`+strconv.Itoa(c)+`","dims":{"device":"6f1c2a9e-8a3b-4c1d-9e2f-0a1b2c3d4e5f"},"windowHours":3}`)
+	}
+	body := `{"items":[` + strings.Join(items, ",") + `]}`
+	b.ReportAllocs()
+	for b.Loop() {
+		var req batchRequest
+		dec := gojson.NewDecoder(strings.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			b.Fatal(err)
+		}
+		for i, it := range req.Items {
+			if _, err := p.fromItem(it, strconv.Itoa(i)); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 }

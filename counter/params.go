@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -105,9 +106,13 @@ func intParam(name, v string, lo, hi int) (int, error) {
 type hours []int
 
 func (h *hours) UnmarshalJSON(b []byte) error {
-	var one int
-	if err := json.Unmarshal(b, &one); err == nil {
-		*h = hours{one}
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] != '[' {
+		n, err := strconv.Atoi(string(b))
+		if err != nil {
+			return fmt.Errorf("windowHours must be a number or an array of numbers")
+		}
+		*h = hours{n}
 		return nil
 	}
 	var many []int
