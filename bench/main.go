@@ -172,12 +172,11 @@ func run(ctx context.Context) error {
 			rep.add("redis-script", res, result{})
 			fmt.Printf("round %d redis-script %10.0f scripts/s (16 per round trip)\n", round, res.rate)
 		}
-		for _, cached := range []bool{true, false} {
-			name := map[bool]string{true: "latency-hot", false: "latency-cold"}[cached]
+		for _, name := range []string{"latency-baseline", "latency-hot", "latency-cold"} {
 			if !s.wants(name) {
 				continue
 			}
-			res, err := st.constantRate(ctx, cached)
+			res, err := st.constantRate(ctx, name)
 			if err != nil {
 				return err
 			}
@@ -606,14 +605,19 @@ func (st *stack) redisBenchmark(ctx context.Context) (result, error) {
 	return r, nil
 }
 
-// constantRate measures latency at a fixed request rate with vegeta.
-func (st *stack) constantRate(ctx context.Context, cached bool) (result, error) {
+// constantRate measures latency at a fixed request rate with vegeta: hot
+// and cold reads, and the baseline server as the floor that the machine and
+// the load generator set.
+func (st *stack) constantRate(ctx context.Context, name string) (result, error) {
 	seq := 0
 	targeter := func(t *vegeta.Target) error {
 		t.Method = http.MethodGet
-		if cached {
+		switch name {
+		case "latency-baseline":
+			t.URL = st.baseURL + "/"
+		case "latency-hot":
 			t.URL = st.counterURL + "/v1/freq?cid=42&bundle=com.hot&tagid=7&windowHours=3"
-		} else {
+		default:
 			seq++
 			t.URL = st.counterURL + "/v1/freq?cid=42&device=" + deviceID((seq*7919)%st.s.fill) + "&windowHours=3"
 		}
