@@ -98,7 +98,11 @@ func ratioOf(name string) func(r *report) (float64, string) {
 
 var units = map[string]string{"batch-50": "items/s", "redis-script": "scripts/s"}
 
+// display is the order of the table's rows.
+var display = []string{"hot-read", "cold-read", "batch-50", "write", "end-to-end", "redis-script", "latency-baseline", "latency-hot", "latency-cold"}
+
 func (r *report) markdown() string {
+	slices.SortStableFunc(r.order, func(a, b string) int { return slices.Index(display, a) - slices.Index(display, b) })
 	var b strings.Builder
 	commit, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
 	fmt.Fprintf(&b, "# freqcap benchmark results\n\n")

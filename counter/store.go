@@ -97,6 +97,12 @@ func tag(q *Query, d Dim) string {
 	return "{" + q.Event + ":" + d.Name + ":" + q.CID + ":" + d.ID + "}"
 }
 
+// key is prefix + tag(q, d), built with one allocation: reads build keys
+// for every dimension of every item.
+func key(prefix string, q *Query, d Dim) string {
+	return prefix + "{" + q.Event + ":" + d.Name + ":" + q.CID + ":" + d.ID + "}"
+}
+
 func dayKey(t string) string  { return "freq:" + t }
 func hourKey(t string) string { return "hfreq:" + t }
 func paceKey(t string) string { return "sfreq:" + t }
@@ -371,12 +377,6 @@ type slot struct {
 	p    part
 }
 
-// key is prefix + tag(q, d), built with one allocation: reads build keys
-// for every dimension of every item.
-func key(prefix string, q *Query, d Dim) string {
-	return prefix + "{" + q.Event + ":" + d.Name + ":" + q.CID + ":" + d.ID + "}"
-}
-
 // hourFields are the hash fields of the largest window for one hour,
 // formatted once an hour instead of on every read.
 type hourFields struct {
@@ -427,11 +427,11 @@ func (s *Store) read(ctx context.Context, qs []Query) []Result {
 			if q.PaceWindowSec > 0 {
 				// The window's lower bound moves every millisecond: caching
 				// these would only fill the cache, so they go straight to Redis.
-				t := tag(q, d)
+				pk := key("sfreq:", q, d)
 				from := strconv.FormatInt(now.UnixMilli()-int64(q.PaceWindowSec)*1000, 10)
 				direct = append(direct,
-					s.rdb.B().Zcount().Key(paceKey(t)).Min(from).Max("+inf").Build(),
-					s.rdb.B().Zrange().Key(paceKey(t)).Min("-1").Max("-1").Withscores().Build())
+					s.rdb.B().Zcount().Key(pk).Min(from).Max("+inf").Build(),
+					s.rdb.B().Zrange().Key(pk).Min("-1").Max("-1").Withscores().Build())
 				directAt = append(directAt, slot{i, j, partPaceCnt}, slot{i, j, partPaceLast})
 			}
 		}
