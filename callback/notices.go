@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -81,19 +79,12 @@ func parseNotice(event string, dims []string, form url.Values) (notice, *rejecti
 	} else {
 		// Retries of one delivery must not count twice even without an
 		// exchange id: give the notice one of its own.
-		n.eid = generatedEID()
+		n.eid = ids.Random("cb-")
 	}
 	q.WriteString("&eid=")
 	q.WriteString(url.QueryEscape(n.eid))
 	n.query = q.String()
 	return n, nil
-}
-
-// generatedEID is a random id for notices that came without one.
-func generatedEID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "cb-" + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // handleNotice takes one kind of notice: validate, queue, answer at once.

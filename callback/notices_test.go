@@ -53,14 +53,3 @@ func TestParseNotice(t *testing.T) {
 		})
 	}
 }
-
-func TestGeneratedEIDsDiffer(t *testing.T) {
-	seen := map[string]bool{}
-	for range 1000 {
-		id := generatedEID()
-		if seen[id] || len(id) > 128 {
-			t.Fatalf("eid %q repeated or too long", id)
-		}
-		seen[id] = true
-	}
-}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/freqcap/freqcap/lua"
 	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/ids"
 )
 
 // The scripts are loaded once per process; Exec sends EVALSHA and falls back
@@ -93,9 +92,7 @@ type Result struct {
 }
 
 // tag is the Redis Cluster hash tag shared by every key of one counter.
-func tag(q *Query, d Dim) string {
-	return "{" + q.Event + ":" + d.Name + ":" + q.CID + ":" + d.ID + "}"
-}
+func tag(q *Query, d Dim) string { return key("", q, d) }
 
 // key is prefix + tag(q, d), built with one allocation: reads build keys
 // for every dimension of every item.
@@ -108,13 +105,13 @@ func hourKey(t string) string { return "hfreq:" + t }
 func paceKey(t string) string { return "sfreq:" + t }
 
 // dayTTL is the time left until the end of now's day in loc, rounded up to
-// whole milliseconds so that an event in the day's last instant still gets a
-// positive TTL. Days are built from the calendar, so DST days last 23 or 25 h.
+// whole milliseconds: the TTL never ends before the day does, and an event
+// in the day's last instant still gets a positive one. Days are built from
+// the calendar, so DST days last 23 or 25 h.
 func dayTTL(now time.Time, loc *time.Location) time.Duration {
 	l := now.In(loc)
 	end := time.Date(l.Year(), l.Month(), l.Day()+1, 0, 0, 0, 0, loc)
-	return max(end.Sub(now).Round(time.Millisecond), time.Millisecond)
-	// Round, not Truncate: the TTL must never end before the day does.
+	return (end.Sub(now) + time.Millisecond - 1).Truncate(time.Millisecond)
 }
 
 func epochHour(now time.Time) int64 { return now.Unix() / 3600 }
@@ -125,7 +122,7 @@ func (s *Store) Incr(ctx context.Context, q *Query) (Result, error) {
 	now := s.now()
 	member := q.EID
 	if member == "" {
-		member = randomID()
+		member = ids.Random("r-")
 	}
 	args := []string{
 		strconv.FormatInt(dayTTL(now, s.loc).Milliseconds(), 10),
@@ -220,7 +217,7 @@ func (s *Store) Pace(ctx context.Context, q *Query, rule PaceRule) (PaceResult, 
 	now := s.now().UnixMilli()
 	member := q.EID
 	if member == "" {
-		member = randomID()
+		member = ids.Random("r-")
 	}
 	args := []string{
 		strconv.FormatInt(now, 10),
@@ -273,14 +270,6 @@ func (s *Store) Pace(ctx context.Context, q *Query, rule PaceRule) (PaceResult, 
 	}
 	res.Duplicate = !slices.Contains(dup, false)
 	return res, nil
-}
-
-// randomID names an event that came without an id, so that it is one
-// distinct member of a pace ZSet.
-func randomID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "r-" + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // Read answers every query with one pipelined round trip per Redis node:

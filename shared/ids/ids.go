@@ -3,6 +3,8 @@
 package ids
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"unicode"
 	"unicode/utf8"
 )
@@ -50,4 +52,12 @@ func ValidID(s string) bool {
 		i += size
 	}
 	return true
+}
+
+// Random returns prefix followed by 96 random bits, URL-safe: an id for an
+// event that came without one.
+func Random(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + base64.RawURLEncoding.EncodeToString(b[:])
 }

@@ -28,3 +28,14 @@ func TestValidID(t *testing.T) {
 		}
 	}
 }
+
+func TestRandomIDsDifferAndAreValid(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := Random("cb-")
+		if seen[id] || !ValidID(id) || !strings.HasPrefix(id, "cb-") {
+			t.Fatalf("Random gave %q: repeated, invalid or without its prefix", id)
+		}
+		seen[id] = true
+	}
+}
