@@ -638,11 +638,15 @@ func (st *stack) constantRate(ctx context.Context, name string) (result, error) 
 		}
 		return nil
 	}
-	attacker := vegeta.NewAttacker(vegeta.KeepAlive(true), vegeta.Workers(64), vegeta.Timeout(time.Second))
-	// Warm up first (connections, goroutine stacks, caches): the first
-	// seconds of a fresh run measure the start, not the steady state.
-	for range attacker.Attack(targeter, vegeta.Rate{Freq: st.s.rate, Per: time.Second}, 2*time.Second, "warm-up") {
+	newAttacker := func() *vegeta.Attacker {
+		return vegeta.NewAttacker(vegeta.KeepAlive(true), vegeta.Workers(64), vegeta.Timeout(time.Second))
 	}
+	// Warm up first (connections, goroutine stacks, caches): the first
+	// seconds of a fresh run measure the start, not the steady state. An
+	// attacker runs one attack, so the measured run gets its own.
+	for range newAttacker().Attack(targeter, vegeta.Rate{Freq: st.s.rate, Per: time.Second}, 2*time.Second, "warm-up") {
+	}
+	attacker := newAttacker()
 	var m vegeta.Metrics
 	before := st.cpu()
 	start := time.Now()
