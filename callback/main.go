@@ -14,7 +14,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/redis/rueidis"
 
 	"github.com/freqcap/freqcap/shared/httpmetrics"
 	"github.com/freqcap/freqcap/shared/httpserver"
@@ -40,13 +39,9 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
-	opt, err := redisconn.Options(s.RedisURL)
+	rdb, err := redisconn.Open(s.RedisURL, nil)
 	if err != nil {
 		return err
-	}
-	rdb, err := rueidis.NewClient(opt)
-	if err != nil {
-		return fmt.Errorf("connect to redis (REDIS_URL=%s): %w", s.RedisURL, err)
 	}
 	defer rdb.Close()
 

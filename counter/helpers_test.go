@@ -69,13 +69,9 @@ func testSettings(t testing.TB, redisURL string, kv ...string) Settings {
 
 func newClient(t testing.TB, url string) rueidis.Client {
 	t.Helper()
-	opt, err := redisconn.Options(url)
+	c, err := redisconn.Open(url, nil)
 	if err != nil {
 		t.Fatal(err)
-	}
-	c, err := rueidis.NewClient(opt)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", url, err)
 	}
 	t.Cleanup(c.Close)
 	return c

@@ -29,3 +29,20 @@ func Options(rawURL string) (rueidis.ClientOption, error) {
 	opt.ForceSingleClient = single
 	return opt, nil
 }
+
+// Open connects to the Redis at rawURL (REDIS_URL); tune, when given,
+// adjusts the options first.
+func Open(rawURL string, tune func(*rueidis.ClientOption)) (rueidis.Client, error) {
+	opt, err := Options(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if tune != nil {
+		tune(&opt)
+	}
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, fmt.Errorf("connect to redis (REDIS_URL=%s): %w", rawURL, err)
+	}
+	return c, nil
+}
