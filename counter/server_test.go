@@ -11,31 +11,13 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/freqcap/freqcap/shared/proctest"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
-
-// syncBuffer is a log sink that the server and the test may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // startCounter calls run on a free port and waits for /healthz. The server
 // is shut down, and run must return nil, when the test ends.
@@ -44,7 +26,7 @@ func startCounter(t *testing.T, redisURL string, kv ...string) string {
 	addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	env := append([]string{"COUNTER_ADDR=" + addr, "REDIS_URL=" + redisURL, "LOG_FORMAT=json", "COUNTER_READ_TIMEOUT=2s"}, kv...)
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
+	logs := &proctest.Buffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, nil, env, logs) }()
 	t.Cleanup(func() {
@@ -340,7 +322,7 @@ func TestProcess(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "FREQCAP_COUNTER_MAIN=1", "COUNTER_ADDR="+addr, "REDIS_URL="+srv.URL(),
 		"COUNTER_READ_TIMEOUT=3s", "LOG_FORMAT=json")
-	logs := &syncBuffer{}
+	logs := &proctest.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -46,23 +46,25 @@ type Proc struct {
 	t      testing.TB
 	name   string
 	cmd    *exec.Cmd
-	logs   *buffer
+	logs   *Buffer
 	exited chan struct{}
 	err    error
 }
 
-type buffer struct {
+// Buffer collects a process's output; it is safe for concurrent use.
+type Buffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (b *buffer) Write(p []byte) (int, error) {
+func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.Write(p)
 }
 
-func (b *buffer) String() string {
+// String is everything written so far.
+func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
@@ -93,7 +95,7 @@ func Launch(bin, healthURL string, env ...string) (*Proc, error) {
 }
 
 func launch(t testing.TB, bin, healthURL string, env []string) (*Proc, error) {
-	p := &Proc{t: t, name: filepath.Base(bin), logs: &buffer{}, exited: make(chan struct{})}
+	p := &Proc{t: t, name: filepath.Base(bin), logs: &Buffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
