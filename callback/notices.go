@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/httpjson"
 	"github.com/freqcap/freqcap/shared/ids"
@@ -91,11 +93,12 @@ func parseNotice(event string, dims []string, form url.Values) (notice, *rejecti
 func handleNotice(event string, dims []string, fwd *Forwarder, m *metrics, draining *atomic.Bool, log *slog.Logger, asPixel bool) http.Handler {
 	received := m.received.WithLabelValues(event)
 	accepted := m.accepted.WithLabelValues(event)
+	full := &rate.Sometimes{Interval: time.Second}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		received.Inc()
 		if draining.Load() {
 			m.rejected.WithLabelValues(event, "draining").Inc()
-			unavailable(w, r, log, "shutting down, send again")
+			unavailable(w, "shutting down, send again")
 			return
 		}
 		if err := r.ParseForm(); err != nil {
@@ -112,7 +115,8 @@ func handleNotice(event string, dims []string, fwd *Forwarder, m *metrics, drain
 		n.accepted = time.Now()
 		if !fwd.Enqueue(n) {
 			m.rejected.WithLabelValues(event, "queue_full").Inc()
-			unavailable(w, r, log, "queue full, send again")
+			full.Do(func() { log.Warn("queue full: refusing notices with 503", "queued", fwd.Depth()) })
+			unavailable(w, "queue full, send again")
 			return
 		}
 		accepted.Inc()
@@ -129,7 +133,9 @@ func handleNotice(event string, dims []string, fwd *Forwarder, m *metrics, drain
 	})
 }
 
-func unavailable(w http.ResponseWriter, r *http.Request, log *slog.Logger, msg string) {
+// unavailable refuses a notice for now. It logs nothing itself: under
+// overload it answers thousands of times a second; the metric counts them.
+func unavailable(w http.ResponseWriter, msg string) {
 	w.Header().Set("Retry-After", "1")
-	httpjson.Error(w, r, log, apierr.Unavailablef("%s", msg))
+	httpjson.Write(w, http.StatusServiceUnavailable, httpjson.Body{Code: apierr.Unavailable, Msg: msg})
 }
