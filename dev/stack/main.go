@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -50,10 +51,10 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	var procs []*exec.Cmd
 	defer func() {
-		for _, p := range procs {
+		// Last started, first stopped: callback drains into a counter
+		// that is still up.
+		for _, p := range slices.Backward(procs) {
 			_ = p.Process.Signal(syscall.SIGTERM)
-		}
-		for _, p := range procs {
 			_ = p.Wait()
 		}
 	}()
@@ -61,6 +62,9 @@ func run(ctx context.Context, out io.Writer) error {
 		cmd := exec.Command(filepath.Join("bin", s.name))
 		cmd.Env = append(os.Environ(), s.env...)
 		cmd.Stdout, cmd.Stderr = out, out
+		// A process group of its own: Ctrl-C reaches the stack only, which
+		// then stops the services in order.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("start %s (run make build first): %w", s.name, err)
 		}
@@ -101,7 +105,10 @@ func startRedis(ctx context.Context, out io.Writer) (string, func(), error) {
 		if err != nil {
 			return "", nil, err
 		}
-		cmd := exec.CommandContext(ctx, bin, "--port", "6379", "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no")
+		// Not tied to ctx and in its own process group: Redis stops last,
+		// after callback has drained into the counter.
+		cmd := exec.Command(bin, "--port", "6379", "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			return "", nil, fmt.Errorf("start redis-server: %w", err)
 		}
