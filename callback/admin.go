@@ -20,7 +20,13 @@ func handleCampaignGet(log *slog.Logger, c *Campaigns) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cid := chi.URLParam(r, "cid")
 		camp, ok, err := c.Get(r.Context(), cid)
-		if err != nil && !ok {
+		switch {
+		case err != nil && ok:
+			// Stored, but not readable (edited by hand): say so rather
+			// than answer zeros.
+			httpjson.Error(w, r, log, &apierr.Error{Code: apierr.Internal, Msg: err.Error()})
+			return
+		case err != nil:
 			httpjson.Error(w, r, log, apierr.Unavailablef("redis: %s", err))
 			return
 		}

@@ -237,6 +237,14 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 
+	// A campaign edited by hand into something unreadable is reported, not read as zeros.
+	if err := s.rc.Do(context.Background(), s.rc.B().Hset().Key("campaign:{bad}").FieldValue().FieldValue("winLimitHours", "lots").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, body := s.do("GET", admin+"/v1/campaigns/bad", ""); code != 500 || !strings.Contains(body, "winLimitHours") {
+		t.Errorf("unreadable campaign: %d %s, want 500 naming winLimitHours", code, body)
+	}
+
 	if code, _, _ := s.do("DELETE", admin+"/v1/campaigns/42", ""); code != 204 {
 		t.Errorf("delete campaign: %d", code)
 	}
