@@ -172,16 +172,16 @@ func TestEndToEnd(t *testing.T) {
 		s.do("GET", pub+"/win?cid=8&device=d1&eid=p1", "")
 	}
 	s.waitKey("freq:{win:device:8:d1}", 1, 5*time.Second)
-	if n, err := s.rc.Do(context.Background(), s.rc.B().Zcard().Key("sfreq:{win:device:8:d1}").Build()).AsInt64(); err != nil || n != 1 {
+	if n, err := s.rc.Do(context.Background(), s.rc.B().Zcard().Key("sfreq:{win:device:8:d1}:600").Build()).AsInt64(); err != nil || n != 1 {
 		t.Errorf("pace ZSet of campaign 8: %d members (%v), want 1", n, err)
 	}
-	for _, k := range []string{"hfreq:{win:device:7:d1}", "hfreq:{win:device:unknown:d1}", "sfreq:{win:device:42:d1}"} {
+	for _, k := range []string{"hfreq:{win:device:7:d1}", "hfreq:{win:device:unknown:d1}", "sfreq:{win:device:42:d1}:600"} {
 		if s.exists(k) {
 			t.Errorf("%s written for a campaign without winLimitHours", k)
 		}
 	}
 	code, _, body := s.do("GET", "http://"+s.counterAddr+"/v1/freq?cid=42&device=d1&windowHours=3", "")
-	if code != 200 || !strings.Contains(body, `"device":{"day":1,"window":1}`) {
+	if code != 200 || !strings.Contains(body, `"device":{"day":1,"windows":{"3":1}}`) {
 		t.Errorf("counter read: %d %s", code, body)
 	}
 

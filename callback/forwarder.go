@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
+
+	"github.com/freqcap/freqcap/shared/counting"
 )
 
 // notice is one accepted notice waiting to be counted.
@@ -195,7 +198,11 @@ func (f *Forwarder) attempt(n notice) (bool, error) {
 	}
 	switch {
 	case resp.StatusCode < 300:
-		return bytes.Contains(body, []byte(`"duplicate":true`)), nil
+		var a counting.Answer
+		if err := json.Unmarshal(body, &a); err != nil {
+			return false, fmt.Errorf("counter answer: %w", err)
+		}
+		return a.Duplicate, nil
 	case resp.StatusCode < 500:
 		return false, backoff.Permanent(fmt.Errorf("%w: %d %s", errRejected, resp.StatusCode, bytes.TrimSpace(body)))
 	default:

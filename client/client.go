@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/freqcap/freqcap/shared/counting"
 )
 
 // Options tune a Client. The zero value is usable.
@@ -169,39 +171,6 @@ func (d Decision) String() string {
 	}
 }
 
-// wire types of POST /v1/freq/batch.
-type (
-	batchItem struct {
-		CID           string            `json:"cid"`
-		Event         string            `json:"event,omitempty"`
-		Dims          map[string]string `json:"dims"`
-		WindowHours   []int             `json:"windowHours,omitempty"`
-		PaceWindowSec int               `json:"paceWindowSec,omitempty"`
-	}
-	batchRequest struct {
-		Items []batchItem `json:"items"`
-	}
-	dimCounts struct {
-		Day     int64            `json:"day"`
-		Window  *int64           `json:"window"`
-		Windows map[string]int64 `json:"windows"`
-		Pace    *struct {
-			Count  int64 `json:"count"`
-			LastAt int64 `json:"lastAt"`
-		} `json:"pace"`
-	}
-	batchResult struct {
-		Code     int                  `json:"code"`
-		Degraded bool                 `json:"degraded"`
-		Counts   map[string]dimCounts `json:"counts"`
-	}
-	batchResponse struct {
-		Code    int           `json:"code"`
-		Msg     string        `json:"msg"`
-		Results []batchResult `json:"results"`
-	}
-)
-
 // ref ties a batch item back to its candidate and cap.
 type ref struct{ cand, cap int }
 
@@ -210,7 +179,7 @@ type ref struct{ cand, cap int }
 // the error says why some are degraded (nil when none is).
 func (c *Client) Decide(ctx context.Context, ids Identities, cands []Candidate) ([]Decision, error) {
 	out := make([]Decision, len(cands))
-	var req batchRequest
+	var req counting.BatchRequest
 	var refs []ref
 	for i, cand := range cands {
 		out[i] = Decision{CID: cand.CID, Allowed: true}
@@ -219,7 +188,7 @@ func (c *Client) Decide(ctx context.Context, ids Identities, cands []Candidate) 
 			if id == "" {
 				continue // no identity in this dimension: nothing to count
 			}
-			it := batchItem{CID: cand.CID, Event: cand.Event, Dims: map[string]string{cp.Dim: id}}
+			it := counting.BatchItem{CID: cand.CID, Event: cand.Event, Dims: map[string]string{cp.Dim: id}}
 			for _, w := range cp.Windows {
 				it.WindowHours = append(it.WindowHours, w.Hours)
 			}
@@ -266,7 +235,7 @@ func (c *Client) Decide(ctx context.Context, ids Identities, cands []Candidate) 
 
 // block applies one cap to the counts read for it, in the order day,
 // windows, pace limit, pace gap.
-func block(d *Decision, cp Cap, got dimCounts, now int64) {
+func block(d *Decision, cp Cap, got counting.Counts, now int64) {
 	stop := func(reason Reason, count, limit int64, hours int) {
 		d.Allowed, d.Reason, d.Dim, d.Count, d.Limit, d.Hours = false, reason, cp.Dim, count, limit, hours
 	}
@@ -276,9 +245,6 @@ func block(d *Decision, cp Cap, got dimCounts, now int64) {
 	}
 	for _, w := range cp.Windows {
 		n := got.Windows[strconv.Itoa(w.Hours)]
-		if got.Window != nil {
-			n = *got.Window
-		}
 		if w.Limit > 0 && n >= w.Limit {
 			stop(WindowCap, n, w.Limit, w.Hours)
 			return
@@ -309,7 +275,7 @@ func (c *Client) degradeAll(out []Decision, refs []ref) {
 	}
 }
 
-func (c *Client) fetch(ctx context.Context, req *batchRequest) (*batchResponse, error) {
+func (c *Client) fetch(ctx context.Context, req *counting.BatchRequest) (*counting.BatchResponse, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -326,7 +292,7 @@ func (c *Client) fetch(ctx context.Context, req *batchRequest) (*batchResponse, 
 		return nil, fmt.Errorf("freqcap client: %w", err)
 	}
 	defer hresp.Body.Close()
-	var resp batchResponse
+	var resp counting.BatchResponse
 	if err := json.NewDecoder(hresp.Body).Decode(&resp); err != nil {
 		return nil, fmt.Errorf("freqcap client: %d answer: %w", hresp.StatusCode, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	gojson "github.com/goccy/go-json"
 
+	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
 
@@ -89,12 +90,12 @@ func BenchmarkDecodeBatch(b *testing.B) {
 	p := newParser(s)
 	var items []string
 	for c := 1; c <= 50; c++ {
-		items = append(items, `{"cid":"c`+strconv.Itoa(c)+`","dims":{"device":"6f1c2a9e-8a3b-4c1d-9e2f-0a1b2c3d4e5f"},"windowHours":3}`)
+		items = append(items, `{"cid":"c`+strconv.Itoa(c)+`","dims":{"device":"6f1c2a9e-8a3b-4c1d-9e2f-0a1b2c3d4e5f"},"windowHours":[3]}`)
 	}
 	body := `{"items":[` + strings.Join(items, ",") + `]}`
 	b.ReportAllocs()
 	for b.Loop() {
-		var req batchRequest
+		var req counting.BatchRequest
 		dec := gojson.NewDecoder(strings.NewReader(body))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {

@@ -21,6 +21,8 @@ type Config struct {
 	Events           string        `env:"COUNTER_EVENTS" envDefault:"win,billing,imp"`
 	MaxWindowHours   int           `env:"COUNTER_MAX_WINDOW_HOURS" envDefault:"168"`
 	MaxPaceWindowSec int           `env:"COUNTER_MAX_PACE_WINDOW_SEC" envDefault:"604800"`
+	MaxSpanSec       int           `env:"COUNTER_MAX_SPAN_SEC" envDefault:"2592000"`
+	MaxSpanDays      int           `env:"COUNTER_MAX_SPAN_DAYS" envDefault:"366"`
 	MaxBatch         int           `env:"COUNTER_MAX_BATCH" envDefault:"1000"`
 	CacheTTL         time.Duration `env:"COUNTER_CACHE_TTL" envDefault:"10s"`
 	ReadTimeout      time.Duration `env:"COUNTER_READ_TIMEOUT" envDefault:"5ms"`
@@ -84,6 +86,10 @@ func loadSettings(environ []string) (Settings, error) {
 		return s, fmt.Errorf("COUNTER_MAX_WINDOW_HOURS: must be between 1 and %d, got %d", 24*366, cfg.MaxWindowHours)
 	case cfg.MaxPaceWindowSec < 1:
 		return s, fmt.Errorf("COUNTER_MAX_PACE_WINDOW_SEC: must be at least 1, got %d", cfg.MaxPaceWindowSec)
+	case cfg.MaxSpanSec < 1:
+		return s, fmt.Errorf("COUNTER_MAX_SPAN_SEC: must be at least 1, got %d", cfg.MaxSpanSec)
+	case cfg.MaxSpanDays < 1 || cfg.MaxSpanDays > 3660:
+		return s, fmt.Errorf("COUNTER_MAX_SPAN_DAYS: must be between 1 and 3660, got %d", cfg.MaxSpanDays)
 	case cfg.MaxBatch < 1:
 		return s, fmt.Errorf("COUNTER_MAX_BATCH: must be at least 1, got %d", cfg.MaxBatch)
 	case cfg.ReadTimeout <= 0:

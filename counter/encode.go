@@ -15,8 +15,10 @@ import (
 // dimensions) are validated to plain ASCII before they get here; only msg
 // can hold anything and goes through encoding/json.
 //
-//	{"code":0,"msg":"..","cid":"42","event":"win","windowHours":3 | [2,24],
-//	 "paceWindowSec":600,"counts":{"device":{"day":3,"window":2 | "windows":{"2":1,"24":2},
+// It is counting.Answer's JSON (TestAnswerJSONIsTheContract):
+//
+//	{"code":0,"msg":"..","cid":"42","event":"win","windowHours":[2,24],
+//	 "paceWindowSec":600,"counts":{"device":{"day":3,"windows":{"2":1,"24":2},
 //	 "pace":{"count":1,"lastAt":1796210000123}}},"degraded":false,"duplicate":true}
 type answer struct {
 	q         *Query
@@ -41,19 +43,14 @@ func (a *answer) appendJSON(b []byte) []byte {
 	b = append(b, q.CID...)
 	b = append(b, `","event":"`...)
 	b = append(b, q.Event...)
-	b = append(b, `","windowHours":`...)
-	if len(q.Windows) > 1 {
-		b = append(b, '[')
-		for i, w := range q.Windows {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendInt(b, int64(w), 10)
+	b = append(b, `","windowHours":[`...)
+	for i, w := range q.Windows {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		b = append(b, ']')
-	} else {
-		b = strconv.AppendInt(b, int64(q.maxWindow()), 10)
+		b = strconv.AppendInt(b, int64(w), 10)
 	}
+	b = append(b, ']')
 	if q.PaceWindowSec > 0 {
 		b = append(b, `,"paceWindowSec":`...)
 		b = strconv.AppendInt(b, int64(q.PaceWindowSec), 10)
@@ -68,11 +65,7 @@ func (a *answer) appendJSON(b []byte) []byte {
 		b = append(b, d.Name...)
 		b = append(b, `":{"day":`...)
 		b = strconv.AppendInt(b, c.Day, 10)
-		switch {
-		case len(q.Windows) == 1:
-			b = append(b, `,"window":`...)
-			b = strconv.AppendInt(b, c.Windows[0], 10)
-		case len(q.Windows) > 1:
+		if len(q.Windows) > 0 {
 			b = append(b, `,"windows":{`...)
 			for w, hours := range q.Windows {
 				if w > 0 {

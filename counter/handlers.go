@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/httpjson"
 )
 
@@ -39,14 +40,20 @@ func (d *degrader) mark(r *http.Request, a *answer) {
 		return
 	}
 	a.code = readCode(err)
-	a.msg = "counts unavailable, answered 0: " + firstLine(err)
-	d.metrics.degradedReads.WithLabelValues(strconv.Itoa(a.code)).Inc()
+	a.msg = firstLine(err)
+	d.count(r, a.code, a.msg)
+}
+
+// count records one degraded read: a metric, and a log line at most once
+// a second.
+func (d *degrader) count(r *http.Request, code int, msg string) {
+	d.metrics.degradedReads.WithLabelValues(strconv.Itoa(code)).Inc()
 	d.sometime.Do(func() {
-		d.log.WarnContext(r.Context(), "read degraded: answering 0", "code", a.code, "err", err)
+		d.log.WarnContext(r.Context(), "read degraded: answering 0", "code", code, "err", msg)
 	})
 }
 
-func handleIncr(log *slog.Logger, p *parser, store *Store, writeTimeout time.Duration) http.Handler {
+func handleIncr(log *slog.Logger, p *parser, store seed000, writeTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := p.fromURL(r.URL.Query(), nil)
 		if err == nil && len(q.Windows) > 1 {
@@ -67,7 +74,7 @@ func handleIncr(log *slog.Logger, p *parser, store *Store, writeTimeout time.Dur
 	})
 }
 
-func handleFreq(log *slog.Logger, p *parser, store *Store, deg *degrader) http.Handler {
+func handleFreq(log *slog.Logger, p *parser, store seed000, deg *degrader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := p.fromURL(r.URL.Query(), nil)
 		if err == nil && q.EID != "" {
@@ -84,23 +91,23 @@ func handleFreq(log *slog.Logger, p *parser, store *Store, deg *degrader) http.H
 	})
 }
 
-type batchRequest struct {
-	Items []batchItem `json:"items"`
-}
-
 // maxBatchBody bounds the JSON a batch may send: a full batch of the largest
 // items fits many times over.
 const maxBatchBody = 8 << 20
 
-func handleFreqBatch(log *slog.Logger, p *parser, store *Store, deg *degrader, maxItems int) http.Handler {
+func handleFreqBatch(log *slog.Logger, p *parser, store seed000, deg *degrader, maxItems int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req batchRequest
+		var req counting.BatchRequest
 		// goccy/go-json decodes the bidder's batch in half the time of
 		// encoding/json (BenchmarkDecodeBatch), with the same semantics.
 		dec := gojson.NewDecoder(http.MaxBytesReader(w, r.Body, maxBatchBody))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
 			httpjson.Error(w, r, log, apierr.Invalid("body must be JSON {\"items\":[...]}: %s", err))
+			return
+		}
+		if dec.More() {
+			httpjson.Error(w, r, log, apierr.Invalid("body must hold one JSON object"))
 			return
 		}
 		if len(req.Items) == 0 || len(req.Items) > maxItems {
@@ -127,26 +134,9 @@ func handleFreqBatch(log *slog.Logger, p *parser, store *Store, deg *degrader, m
 }
 
 // paceNames are the outcomes of a pace check on the wire.
-var paceNames = map[int]string{PaceAllowed: "allowed", PaceOverLimit: "over_limit", PaceTooSoon: "too_soon"}
+var paceNames = map[int]string{counting.PaceAllowed: "allowed", counting.PaceOverLimit: "over_limit", counting.PaceTooSoon: "too_soon"}
 
-type paceDimBody struct {
-	Result     string `json:"result"`
-	ResultCode int    `json:"resultCode"`
-	Count      int64  `json:"count"`
-	LastAt     int64  `json:"lastAt"`
-}
-
-type paceBody struct {
-	Code       int                    `json:"code"`
-	CID        string                 `json:"cid"`
-	Event      string                 `json:"event"`
-	Result     string                 `json:"result"`
-	ResultCode int                    `json:"resultCode"`
-	Dims       map[string]paceDimBody `json:"dims"`
-	Duplicate  bool                   `json:"duplicate,omitempty"`
-}
-
-func handlePace(log *slog.Logger, p *parser, store *Store, writeTimeout time.Duration) http.Handler {
+func handlePace(log *slog.Logger, p *parser, store seed000, writeTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var windowSec, limit, minGapSec string
 		q, err := p.fromURL(r.URL.Query(), map[string]*string{"windowSec": &windowSec, "limit": &limit, "minGapSec": &minGapSec})
@@ -168,11 +158,11 @@ func handlePace(log *slog.Logger, p *parser, store *Store, writeTimeout time.Dur
 			httpjson.Error(w, r, log, err)
 			return
 		}
-		b := paceBody{CID: q.CID, Event: q.Event, Result: paceNames[res.Result], ResultCode: res.Result,
-			Dims: make(map[string]paceDimBody, len(q.Dims)), Duplicate: res.Duplicate}
+		b := counting.PaceAnswer{CID: q.CID, Event: q.Event, Result: paceNames[res.Result], ResultCode: res.Result,
+			Dims: make(map[string]counting.PaceDim, len(q.Dims)), Duplicate: res.Duplicate}
 		for i, d := range q.Dims {
 			pd := res.Dims[i]
-			b.Dims[d.Name] = paceDimBody{Result: paceNames[pd.Result], ResultCode: pd.Result, Count: pd.Count, LastAt: pd.LastAt}
+			b.Dims[d.Name] = counting.PaceDim{Result: paceNames[pd.Result], ResultCode: pd.Result, Count: pd.Count, LastAt: pd.LastAt}
 		}
 		httpjson.Write(w, http.StatusOK, b)
 	})

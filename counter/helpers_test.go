@@ -77,13 +77,14 @@ func newClient(t testing.TB, url string) rueidis.Client {
 	return c
 }
 
-// testStore is a store on srv with its own client, registry and clock.
-func testStore(t testing.TB, srv *redistest.Server, clk *clock, kv ...string) (*Store, Settings) {
+// testStore is a store on srv with its own client, registry and clock,
+// with the seed-000 views on it (the core is st.Store).
+func testStore(t testing.TB, srv *redistest.Server, clk *clock, kv ...string) (seed000, Settings) {
 	t.Helper()
 	s := testSettings(t, srv.URL(), kv...)
 	st := newStore(newClient(t, srv.URL()), s, newMetrics(prometheus.NewRegistry()), clk.Now)
 	t.Cleanup(st.Close)
-	return st, s
+	return seed000{st}, s
 }
 
 // raw runs one command on a separate connection, as redis-cli would.

@@ -91,7 +91,7 @@ func newStore(rdb rueidis.Client, s Settings, m *metrics, now func() time.Time) 
 		dedupeTTL:   s.DedupeTTL,
 		readTimeout: s.ReadTimeout,
 		metrics:     m,
-		maxWindow:   s.MaxWindowHours,
+		retention:   s.MaxWindowHours,
 	}
 	st.startReaders()
 	return st

@@ -5,10 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
 
-func mustPace(t *testing.T, st *Store, q Query, rule PaceRule) PaceResult {
+func mustPace(t *testing.T, st seed000, q Query, rule PaceRule) PaceResult {
 	t.Helper()
 	res, err := st.Pace(context.Background(), &q, rule)
 	if err != nil {
@@ -29,11 +30,11 @@ func TestPaceMinimumGapRejectsOnItsOwn(t *testing.T) {
 		at   time.Duration
 		want int
 	}{
-		{0, PaceAllowed},
-		{10*time.Minute - time.Millisecond, PaceTooSoon},
-		{10 * time.Minute, PaceAllowed},
-		{15 * time.Minute, PaceTooSoon},
-		{20 * time.Minute, PaceAllowed},
+		{0, counting.PaceAllowed},
+		{10*time.Minute - time.Millisecond, counting.PaceTooSoon},
+		{10 * time.Minute, counting.PaceAllowed},
+		{15 * time.Minute, counting.PaceTooSoon},
+		{20 * time.Minute, counting.PaceAllowed},
 	}
 	for _, s := range steps {
 		clk.Set(t0.Add(s.at))
@@ -56,22 +57,22 @@ func TestPaceLimitRejectsOnItsOwnAndEventsLeaveExactly(t *testing.T) {
 	q := Query{CID: "1", Event: "win", Dims: []Dim{{"device", "d"}}}
 	for i := range 3 {
 		clk.Set(t0.Add(time.Duration(i) * time.Second))
-		if res := mustPace(t, st, q, rule); res.Result != PaceAllowed || res.Dims[0].Count != int64(i+1) {
+		if res := mustPace(t, st, q, rule); res.Result != counting.PaceAllowed || res.Dims[0].Count != int64(i+1) {
 			t.Fatalf("event %d: %+v", i, res)
 		}
 	}
 	clk.Set(t0.Add(time.Minute))
-	if res := mustPace(t, st, q, rule); res.Result != PaceOverLimit || res.Dims[0].Count != 3 {
+	if res := mustPace(t, st, q, rule); res.Result != counting.PaceOverLimit || res.Dims[0].Count != 3 {
 		t.Fatalf("4th event in the window: %+v, want over_limit with 3", res)
 	}
 	// The first event is exactly one window old: still in.
 	clk.Set(t0.Add(time.Hour))
-	if res := mustPace(t, st, q, rule); res.Result != PaceOverLimit {
+	if res := mustPace(t, st, q, rule); res.Result != counting.PaceOverLimit {
 		t.Fatalf("at exactly one window: %+v, want over_limit", res)
 	}
 	// One millisecond later it has left.
 	clk.Set(t0.Add(time.Hour + time.Millisecond))
-	if res := mustPace(t, st, q, rule); res.Result != PaceAllowed || res.Dims[0].Count != 3 {
+	if res := mustPace(t, st, q, rule); res.Result != counting.PaceAllowed || res.Dims[0].Count != 3 {
 		t.Fatalf("after the first event left: %+v, want allowed with 3", res)
 	}
 }
@@ -85,7 +86,7 @@ func TestPaceReplayOfOneEventIDCountsOnce(t *testing.T) {
 	mustPace(t, st, q, rule)
 	clk.Add(time.Second)
 	res := mustPace(t, st, q, rule)
-	if !res.Duplicate || res.Result != PaceAllowed || res.Dims[0].Count != 1 {
+	if !res.Duplicate || res.Result != counting.PaceAllowed || res.Dims[0].Count != 1 {
 		t.Fatalf("replay: %+v, want duplicate allowed with count 1", res)
 	}
 }
@@ -99,7 +100,7 @@ func TestPaceIsAllOrNothingAcrossDimensions(t *testing.T) {
 	mustPace(t, st, Query{CID: "1", Event: "win", Dims: []Dim{{"bundle", "full"}}}, rule)
 	clk.Add(time.Second)
 	res := mustPace(t, st, Query{CID: "1", Event: "win", Dims: []Dim{{"device", "fresh"}, {"bundle", "full"}}}, rule)
-	if res.Result != PaceOverLimit || res.Dims[0].Result != PaceAllowed || res.Dims[1].Result != PaceOverLimit {
+	if res.Result != counting.PaceOverLimit || res.Dims[0].Result != counting.PaceAllowed || res.Dims[1].Result != counting.PaceOverLimit {
 		t.Fatalf("result %+v, want over_limit from bundle", res)
 	}
 	if n := rawInt(t, rc, "ZCARD", "sfreq:{win:device:1:fresh}"); n != 0 {
@@ -123,12 +124,12 @@ func TestIncrRecordsPaceAndReadsReturnIt(t *testing.T) {
 	clk.Add(time.Minute)
 	q.EID = "e2"
 	mustIncr(t, st, q)
-	if n := rawInt(t, rc, "ZCARD", "sfreq:{win:device:1:d}"); n != 2 {
+	if n := rawInt(t, rc, "ZCARD", "sfreq:{win:device:1:d}:600"); n != 2 {
 		t.Errorf("pace ZSet has %d members, want 2", n)
 	}
 	read := Query{CID: "1", Event: "win", PaceWindowSec: 600, Dims: []Dim{{"device", "d"}, {"bundle", "b"}}}
 	res := st.Read(context.Background(), []Query{read})[0]
-	want := Pace{Count: 2, LastAt: t0.Add(61 * time.Second).UnixMilli()}
+	want := counting.Pace{Count: 2, LastAt: t0.Add(61 * time.Second).UnixMilli()}
 	for j := range read.Dims {
 		if res.Err != nil || res.Counts[j].Pace != want {
 			t.Errorf("dim %d pace = %+v (err %v), want %+v", j, res.Counts[j].Pace, res.Err, want)

@@ -1,15 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/ids"
 )
 
@@ -85,7 +83,7 @@ func (p *parser) windows(v string) ([]int, error) {
 	for _, part := range parts {
 		n, err := strconv.Atoi(part)
 		if err != nil || n < 1 || n > p.maxWindow {
-			return nil, p.windowErr("")
+			return nil, p.windowErr("", 0)
 		}
 		ws = append(ws, n)
 	}
@@ -102,39 +100,9 @@ func intParam(name, v string, lo, hi int) (int, error) {
 	return n, nil
 }
 
-// hours is windowHours in JSON: a number, or an array of numbers.
-type hours []int
-
-func (h *hours) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] != '[' {
-		n, err := strconv.Atoi(string(b))
-		if err != nil {
-			return fmt.Errorf("windowHours must be a number or an array of numbers")
-		}
-		*h = hours{n}
-		return nil
-	}
-	var many []int
-	if err := json.Unmarshal(b, &many); err != nil {
-		return fmt.Errorf("windowHours must be a number or an array of numbers")
-	}
-	*h = many
-	return nil
-}
-
-// batchItem is one item of POST /v1/freq/batch.
-type batchItem struct {
-	CID           string            `json:"cid"`
-	Event         string            `json:"event"`
-	Dims          map[string]string `json:"dims"`
-	WindowHours   hours             `json:"windowHours"`
-	PaceWindowSec int               `json:"paceWindowSec"`
-}
-
 // fromItem turns a batch item into a query; field names in errors are
 // prefixed with the item's place, e.g. items[3].windowHours.
-func (p *parser) fromItem(it batchItem, prefix string) (Query, error) {
+func (p *parser) fromItem(it counting.BatchItem, prefix string) (Query, error) {
 	q := Query{CID: it.CID, Event: it.Event, PaceWindowSec: it.PaceWindowSec}
 	if q.Event == "" {
 		q.Event = p.events[0]
@@ -143,11 +111,8 @@ func (p *parser) fromItem(it batchItem, prefix string) (Query, error) {
 		return q, apierr.Invalid("%swindowHours takes at most %d windows", prefix, maxWindows)
 	}
 	for _, n := range it.WindowHours {
-		if n == 0 && len(it.WindowHours) == 1 {
-			break
-		}
 		if n < 1 || n > p.maxWindow {
-			return q, p.windowErr(prefix)
+			return q, p.windowErr(prefix, 1)
 		}
 		q.Windows = append(q.Windows, n)
 	}
@@ -174,8 +139,8 @@ func (p *parser) sortDims(ds []Dim) {
 	})
 }
 
-func (p *parser) windowErr(prefix string) error {
-	return apierr.Invalid("%swindowHours must be between 0 and %d", prefix, p.maxWindow)
+func (p *parser) windowErr(prefix string, lo int) error {
+	return apierr.Invalid("%swindowHours must be between %d and %d", prefix, lo, p.maxWindow)
 }
 
 func (p *parser) validate(q *Query, prefix string) error {

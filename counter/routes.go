@@ -3,10 +3,14 @@ package main
 import (
 	"net/http"
 
+	"connectrpc.com/connect"
+	"connectrpc.com/grpchealth"
+	"connectrpc.com/grpcreflect"
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	freqcapv1connect "github.com/freqcap/freqcap/gen/freqcap/v1/freqcapv1connect"
 	"github.com/freqcap/freqcap/shared/health"
 	"github.com/freqcap/freqcap/shared/httpjson"
 )
@@ -14,10 +18,17 @@ import (
 // addRoutes is the counter's whole HTTP API.
 func addRoutes(r chi.Router, d deps) {
 	m := d.httpMetrics
-	r.Method(http.MethodPost, "/v1/incr", m.Route("/v1/incr", handleIncr(d.log, d.parser, d.store, d.settings.WriteTimeout)))
-	r.Method(http.MethodGet, "/v1/freq", m.Route("/v1/freq", handleFreq(d.log, d.parser, d.store, d.degrader)))
-	r.Method(http.MethodPost, "/v1/freq/batch", m.Route("/v1/freq/batch", handleFreqBatch(d.log, d.parser, d.store, d.degrader, d.settings.MaxBatch)))
-	r.Method(http.MethodPost, "/v1/pace", m.Route("/v1/pace", handlePace(d.log, d.parser, d.store, d.settings.WriteTimeout)))
+	r.Method(http.MethodPost, "/v1/incr", m.Route("/v1/incr", handleIncr(d.log, d.parser, d.seed000, d.settings.WriteTimeout)))
+	r.Method(http.MethodGet, "/v1/freq", m.Route("/v1/freq", handleFreq(d.log, d.parser, d.seed000, d.degrader)))
+	r.Method(http.MethodPost, "/v1/freq/batch", m.Route("/v1/freq/batch", handleFreqBatch(d.log, d.parser, d.seed000, d.degrader, d.settings.MaxBatch)))
+	r.Method(http.MethodPost, "/v1/pace", m.Route("/v1/pace", handlePace(d.log, d.parser, d.seed000, d.settings.WriteTimeout)))
+	r.Method(http.MethodPost, "/v1/items", m.Route("/v1/items", handleItems(d.log, d.limits, d.store, d.degrader, d.settings.MaxBatch, d.settings.WriteTimeout)))
+	rpc, fc := freqcapv1connect.NewFrequencyControlHandler(d.freqControl, connect.WithReadMaxBytes(maxBatchBody))
+	r.Handle(rpc+"*", m.Route(rpc, fc))
+	reflector := grpcreflect.NewStaticReflector(freqcapv1connect.FrequencyControlName, grpchealth.HealthV1ServiceName)
+	r.Handle(mountRPC(grpcreflect.NewHandlerV1(reflector)))
+	r.Handle(mountRPC(grpcreflect.NewHandlerV1Alpha(reflector)))
+	r.Handle(mountRPC(grpchealth.NewHandler(healthChecker{d.store})))
 	r.Method(http.MethodGet, "/healthz", m.Route("/healthz", health.Live()))
 	r.Method(http.MethodGet, "/readyz", m.Route("/readyz", health.Ready(d.log, "redis", d.store.Ping)))
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(d.gatherer, promhttp.HandlerOpts{}))
@@ -25,3 +36,6 @@ func addRoutes(r chi.Router, d deps) {
 	r.NotFound(m.Route("unmatched", http.HandlerFunc(httpjson.NotFound)).ServeHTTP)
 	r.MethodNotAllowed(m.Route("unmatched", http.HandlerFunc(httpjson.MethodNotAllowed)).ServeHTTP)
 }
+
+// mountRPC turns a Connect handler's path prefix into a chi pattern.
+func mountRPC(path string, h http.Handler) (string, http.Handler) { return path + "*", h }

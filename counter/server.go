@@ -17,6 +17,9 @@ type deps struct {
 	settings    Settings
 	parser      *parser
 	store       *Store
+	seed000     seed000
+	limits      *limits
+	freqControl *freqControl
 	degrader    *degrader
 	gatherer    prometheus.Gatherer
 	httpMetrics *httpmetrics.Metrics
@@ -24,11 +27,15 @@ type deps struct {
 
 // NewServer builds the counter's HTTP handler: router, middleware, routes.
 func NewServer(log *slog.Logger, s Settings, store *Store, reg *prometheus.Registry) http.Handler {
+	lim := newLimits(s)
 	d := deps{
 		log:         log,
 		settings:    s,
 		parser:      newParser(s),
 		store:       store,
+		seed000:     seed000{store},
+		limits:      lim,
+		freqControl: &freqControl{log: log, store: store, lim: lim, maxBatch: s.MaxBatch, writeTimeout: s.WriteTimeout},
 		degrader:    &degrader{log: log, metrics: store.metrics},
 		gatherer:    reg,
 		httpMetrics: httpmetrics.New(reg, "counter"),

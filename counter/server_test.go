@@ -132,9 +132,9 @@ func TestHTTPIncrAndRead(t *testing.T) {
 		}
 	}
 	expect(t, m, map[string]any{
-		"cid": "42", "event": "win", "windowHours": 3,
-		"counts.device.day": 3, "counts.device.window": 3,
-		"counts.bundle.day": 3, "counts.tagid.window": 3,
+		"cid": "42", "event": "win", "windowHours": "[3]",
+		"counts.device.day": 3, "counts.device.windows.3": 3,
+		"counts.bundle.day": 3, "counts.tagid.windows.3": 3,
 		"degraded": nil,
 	})
 	if got := rawInt(t, rc, "GET", "freq:{win:device:42:abc}"); got != 3 {
@@ -145,10 +145,10 @@ func TestHTTPIncrAndRead(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("freq: %d %v", code, m)
 	}
-	expect(t, m, map[string]any{"counts.device.day": 3, "counts.bundle.window": 3, "degraded": false, "counts.tagid": nil})
+	expect(t, m, map[string]any{"counts.device.day": 3, "counts.bundle.windows.3": 3, "degraded": false, "counts.tagid": nil})
 
 	_, m = call(t, "GET", base+"/v1/freq?cid=42&device=abc", "")
-	expect(t, m, map[string]any{"counts.device.day": 3, "counts.device.window": nil, "windowHours": 0})
+	expect(t, m, map[string]any{"counts.device.day": 3, "counts.device.windows": nil, "windowHours": "[]"})
 
 	_, m = call(t, "POST", base+"/v1/incr?cid=42&device=abc&event=billing&eid=a1", "")
 	expect(t, m, map[string]any{"event": "billing", "counts.device.day": 1, "duplicate": nil})
@@ -163,7 +163,7 @@ func TestHTTPBatch(t *testing.T) {
 	call(t, "POST", base+"/v1/incr?cid=2&device=d&event=imp", "")
 
 	code, m := call(t, "POST", base+"/v1/freq/batch", `{"items":[
-		{"cid":"1","event":"win","dims":{"device":"d","bundle":"b"},"windowHours":2},
+		{"cid":"1","event":"win","dims":{"device":"d","bundle":"b"},"windowHours":[2]},
 		{"cid":"2","event":"imp","dims":{"device":"d"}},
 		{"cid":"3","dims":{"tagid":"none"}}]}`)
 	if code != 200 {
@@ -171,8 +171,8 @@ func TestHTTPBatch(t *testing.T) {
 	}
 	expect(t, m, map[string]any{
 		"code": 0, "msg": "ok",
-		"results.0.cid": "1", "results.0.code": 0, "results.0.counts.device.day": 1, "results.0.counts.bundle.window": 1,
-		"results.1.cid": "2", "results.1.counts.device.day": 1, "results.1.counts.device.window": nil,
+		"results.0.cid": "1", "results.0.code": 0, "results.0.counts.device.day": 1, "results.0.counts.bundle.windows.2": 1,
+		"results.1.cid": "2", "results.1.counts.device.day": 1, "results.1.counts.device.windows": nil,
 		"results.2.cid": "3", "results.2.event": "win", "results.2.counts.tagid.day": 0, "results.2.degraded": false,
 	})
 }
@@ -201,7 +201,8 @@ func TestHTTPBadInputChangesNothing(t *testing.T) {
 		{"GET", "/v1/freq?cid=42&device=abc&eid=e", "", 400, "eid is only accepted on writes"},
 		{"POST", "/v1/freq/batch", `{"items":[]}`, 400, "items must hold 1 to 3 items"},
 		{"POST", "/v1/freq/batch", `{"items":[{},{},{},{}]}`, 400, "items must hold 1 to 3 items"},
-		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"d"}},{"cid":"2","dims":{"device":"d"},"windowHours":500}]}`, 400, "items[1].windowHours must be between 0 and 168"},
+		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"d"}},{"cid":"2","dims":{"device":"d"},"windowHours":[500]}]}`, 400, "items[1].windowHours must be between 1 and 168"},
+		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"d"},"windowHours":3}]}`, 400, "body must be JSON"},
 		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"devise":"d"}}]}`, 400, `items[0].dims: unknown dimension "devise"`},
 		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":""}}]}`, 400, "items[0].dims.device must be"},
 		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"d"},"extra":1}]}`, 400, "body must be JSON"},
@@ -241,7 +242,7 @@ func TestHTTPReadDegradesWriteFails(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("degraded read status %d", code)
 	}
-	expect(t, m, map[string]any{"degraded": true, "code": 10001, "counts.device.day": 0, "counts.bundle.window": 0})
+	expect(t, m, map[string]any{"degraded": true, "code": 10001, "counts.device.day": 0, "counts.bundle.windows.2": 0})
 
 	_, m = call(t, "POST", base+"/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"d"}}]}`)
 	expect(t, m, map[string]any{"code": 0, "results.0.degraded": true, "results.0.code": 10001})
@@ -277,7 +278,7 @@ func TestHTTPReadDegradesWriteFails(t *testing.T) {
 		`freqcap_counter_degraded_reads_total{code="10001"}`,
 		`freqcap_http_requests_total{code="200",route="/v1/freq",service="counter"}`,
 		`freqcap_http_request_duration_seconds_bucket{route="/v1/freq",service="counter"`,
-		`freqcap_counter_redis_errors_total{op="incr"}`,
+		`freqcap_counter_redis_errors_total{op="write"}`,
 	} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("/metrics lacks %s", want)
@@ -408,14 +409,14 @@ func TestHTTPPaceAndSeveralWindows(t *testing.T) {
 	_, m = call(t, "GET", base+"/v1/freq?cid=7&device=x&windowHours=2,24&paceWindowSec=600", "")
 	expect(t, m, map[string]any{
 		"windowHours": "[2 24]", "counts.device.windows.2": 2, "counts.device.windows.24": 2,
-		"counts.device.window": nil, "counts.device.pace.count": 2, "degraded": false,
+		"counts.device.pace.count": 2, "degraded": false,
 	})
 	if last, _ := path(m, "counts.device.pace.lastAt").(float64); time.Since(time.UnixMilli(int64(last))) > time.Minute {
 		t.Errorf("pace.lastAt %v is not the last write", last)
 	}
-	_, m = call(t, "POST", base+"/v1/freq/batch", `{"items":[{"cid":"7","dims":{"device":"x"},"windowHours":[24,2],"paceWindowSec":600},{"cid":"7","dims":{"device":"x"},"windowHours":24}]}`)
+	_, m = call(t, "POST", base+"/v1/freq/batch", `{"items":[{"cid":"7","dims":{"device":"x"},"windowHours":[24,2],"paceWindowSec":600},{"cid":"7","dims":{"device":"x"},"windowHours":[24]}]}`)
 	expect(t, m, map[string]any{
 		"results.0.counts.device.windows.2": 2, "results.0.counts.device.pace.count": 2,
-		"results.1.counts.device.window": 2, "results.1.windowHours": 24,
+		"results.1.counts.device.windows.24": 2, "results.1.windowHours": "[24]",
 	})
 }

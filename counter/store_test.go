@@ -11,7 +11,7 @@ import (
 	"github.com/freqcap/freqcap/shared/redistest"
 )
 
-func mustIncr(t *testing.T, st *Store, q Query) Result {
+func mustIncr(t *testing.T, st seed000, q Query) Result {
 	t.Helper()
 	res, err := st.Incr(context.Background(), &q)
 	if err != nil {
@@ -53,7 +53,9 @@ func TestDayTTL(t *testing.T) {
 func TestIncrWritesDayAndHourKeys(t *testing.T) {
 	srv := redistest.Start(t)
 	clk := newClock(time.Date(2026, 12, 2, 10, 30, 0, 0, time.UTC))
-	st, _ := testStore(t, srv, clk)
+	// The hour hash keeps the largest window the counter serves, whatever
+	// window the writer counts for: 3 h here.
+	st, _ := testStore(t, srv, clk, "COUNTER_MAX_WINDOW_HOURS=3")
 	rc := newClient(t, srv.URL())
 
 	q := Query{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{{"device", "abc"}, {"bundle", "com.foo"}}}
@@ -80,7 +82,7 @@ func TestIncrWritesDayAndHourKeys(t *testing.T) {
 		t.Errorf("HGET %s %s = %d, want 3", hkey, hour, got)
 	}
 	if ttl := rawInt(t, rc, "PTTL", hkey); ttl > 4*3600_000 || ttl < 4*3600_000-5000 {
-		t.Errorf("PTTL %s = %d, want about 4 h (window+1)", hkey, ttl)
+		t.Errorf("PTTL %s = %d, want about 4 h (retention+1)", hkey, ttl)
 	}
 }
 
@@ -134,7 +136,7 @@ func TestHourBucketsSlideAndStayBounded(t *testing.T) {
 	srv := redistest.Start(t)
 	start := time.Date(2026, 12, 1, 0, 10, 0, 0, time.UTC)
 	clk := newClock(start)
-	st, _ := testStore(t, srv, clk)
+	st, _ := testStore(t, srv, clk, "COUNTER_MAX_WINDOW_HOURS=3")
 	rc := newClient(t, srv.URL())
 	q := Query{CID: "9", Event: "win", Windows: []int{3}, Dims: []Dim{{"device", "h"}}}
 	// Two events an hour for two days.
@@ -147,7 +149,7 @@ func TestHourBucketsSlideAndStayBounded(t *testing.T) {
 			t.Fatalf("hour %d: window after incr = %d, want %d", h, res.Counts[0].Windows[0], wantWindow)
 		}
 		if n := rawInt(t, rc, "HLEN", "hfreq:{win:device:9:h}"); n > 4 {
-			t.Fatalf("hour %d: hash has %d fields, want at most windowHours+1 = 4", h, n)
+			t.Fatalf("hour %d: hash has %d fields, want at most retention+1 = 4", h, n)
 		}
 	}
 	// Reads: the window moves with the clock, one hour at a time.

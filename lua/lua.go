@@ -1,22 +1,28 @@
-// Package lua holds the Redis scripts of freqcap. Each .lua file starts with
-// a comment that documents its KEYS, ARGV and return value.
+// Package lua holds the Redis scripts of freqcap, one per kind of counter.
+// Each .lua file starts with a comment that documents its KEYS, ARGV and
+// return value.
 package lua
 
 import _ "embed"
 
-// Incr counts one event on one counter: the natural-day String and, when a
-// window is asked for, the hour-bucket Hash, idempotent by event id.
+// Window counts hits in a window opened by the first hit (String + TTL):
+// kinds day and seconds.
 //
-//go:embed incr.lua
-var Incr string
+//go:embed window.lua
+var Window string
 
-// Pace checks and records one event in an exact sliding window with a
-// minimum gap between events.
+// Hours counts hits in the current hour bucket of an hour Hash.
 //
-//go:embed pace.lua
-var Pace string
+//go:embed hours.lua
+var Hours string
 
-// Unpace takes back an event Pace recorded.
+// Sliding checks and records one event in an exact sliding window with an
+// optional limit and minimum gap.
+//
+//go:embed sliding.lua
+var Sliding string
+
+// Unpace takes back an event Sliding recorded.
 //
 //go:embed unpace.lua
 var Unpace string

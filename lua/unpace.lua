@@ -1,8 +1,8 @@
--- unpace.lua: take back an event that pace.lua recorded, when another
+-- unpace.lua: take back an event that sliding.lua recorded, when another
 -- dimension of the same request refused it (all-or-nothing across keys that
 -- may live in different cluster slots).
 --
--- KEYS[1] sfreq:{<event>:<dim>:<cid>:<id>}  ZSet
+-- KEYS[1] sfreq:{<tag>}:<spanSec>  ZSet
 -- ARGV[1] event id (the member)
 -- ARGV[2] score it was recorded with (only that record is removed)
 --

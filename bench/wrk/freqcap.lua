@@ -41,7 +41,7 @@ request = function()
     local d = device()
     local items = {}
     for c = 1, 50 do
-      items[c] = '{"cid":"c' .. c .. '","dims":{"device":"' .. d .. '"},"windowHours":3}'
+      items[c] = '{"cid":"c' .. c .. '","dims":{"device":"' .. d .. '"},"windowHours":[3]}'
     end
     return wrk.format("POST", "/v1/freq/batch", {["Content-Type"] = "application/json"}, batch_head .. table.concat(items, ",") .. "]}")
   elseif mode == "win" then

@@ -80,7 +80,7 @@ freqcap is up: callback on :8080 (admin :9080), counter on :8081; campaigns from
   # an exchange's win notice (nurl), then the bidder's read
   curl -si 'http://127.0.0.1:8080/win?cid=42&device=abc&bundle=com.foo&tagid=7&eid=auction-1:imp-1&price=0.42'
   curl -s 'http://127.0.0.1:8081/v1/freq?cid=42&device=abc&bundle=com.foo&tagid=7&windowHours=3'
-  curl -s -XPOST http://127.0.0.1:8081/v1/freq/batch -d '{"items":[{"cid":"42","dims":{"device":"abc","bundle":"com.foo"},"windowHours":3},{"cid":"43","dims":{"device":"abc"},"windowHours":24}]}'
+  curl -s -XPOST http://127.0.0.1:8081/v1/freq/batch -d '{"items":[{"cid":"42","dims":{"device":"abc","bundle":"com.foo"},"windowHours":[3]},{"cid":"43","dims":{"device":"abc"},"windowHours":[24]}]}'
 
   # campaigns, and counting straight on the counter
   curl -s -XPUT http://127.0.0.1:9080/v1/campaigns/45 -d '{"winLimitHours":2}'

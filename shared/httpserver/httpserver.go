@@ -25,8 +25,13 @@ func Listen(addr, variable string, h http.Handler) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", variable, err)
 	}
+	// HTTP/2 without TLS (h2c) as well as HTTP/1.1: gRPC clients inside
+	// the network speak it.
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
 	s := &Server{
-		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute},
+		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute, Protocols: &protocols},
 		addr: ln.Addr().String(),
 		errc: make(chan error, 1),
 	}

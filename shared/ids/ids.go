@@ -61,3 +61,21 @@ func Random(prefix string) string {
 	_, _ = rand.Read(b[:])
 	return prefix + base64.RawURLEncoding.EncodeToString(b[:])
 }
+
+// KeyRule describes ValidKey in error messages.
+const KeyRule = "1-256 bytes of UTF-8 without control or invisible format characters"
+
+// ValidKey reports whether s is a business key (seed 002): 1-256 bytes of
+// valid UTF-8 without control or format characters (zero-width spaces and
+// byte-order marks make look-alike keys). Spaces are allowed.
+func ValidKey(s string) bool {
+	if len(s) == 0 || len(s) > 256 || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/redis/rueidis"
+
+	"github.com/freqcap/freqcap/lua"
+	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/counting"
+)
+
+var hoursScript = rueidis.NewLuaScript(lua.Hours)
+
+// hoursKind is "the last N hours" from hour buckets: the Hash
+// hfreq:{<tag>}, field = epoch hour. Retention is the counter's
+// configuration (COUNTER_MAX_WINDOW_HOURS), never the writer's window: every
+// write keeps that many hours, so any window a read may ask for is whole.
+type hoursKind struct{}
+
+func hoursKey(it *counting.Item) string { return tagged("hfreq:", it) }
+
+func (hoursKind) check(it *counting.Item, lim *limits, field string) error {
+	if it.Spec.Span < 1 || it.Spec.Span > int64(lim.maxHours) {
+		return apierr.Invalid("%sspec.span must be between 1 and %d hours (the hours kept, COUNTER_MAX_WINDOW_HOURS)", field, lim.maxHours)
+	}
+	return nil
+}
+
+func (hoursKind) write(it *counting.Item, e *env) (*rueidis.Lua, []string, []string) {
+	dedupe := "0"
+	keys := []string{hoursKey(it)}
+	if it.EventID != "" {
+		dedupe = strconv.FormatInt(e.dedupeTTL.Milliseconds(), 10)
+		keys = append(keys, dedupeKey(it, "h"))
+	}
+	return hoursScript, keys, []string{
+		strconv.FormatInt(it.Hits, 10),
+		strconv.FormatInt(e.hour, 10),
+		strconv.Itoa(e.retention),
+		strconv.FormatInt(it.Spec.Span, 10),
+		dedupe,
+	}
+}
+
+func (hoursKind) wrote(_ *counting.Item, _ *env, v []int64, r *counting.Result) error {
+	if len(v) != 2 {
+		return fmt.Errorf("hours script returned %d values", len(v))
+	}
+	r.Count, r.Duplicate = v[0], v[1] == 1
+	return nil
+}
+
+func (hoursKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
+	return []rueidis.Cacheable{e.b.Hmget().Key(hoursKey(it)).Field(e.fields(e.hour, int(it.Spec.Span))...).Cache()}, true
+}
+
+func (hoursKind) got(_ *counting.Item, _ *env, rs []rueidis.RedisResult, r *counting.Result) error {
+	vals, err := rs[0].ToArray()
+	if err != nil {
+		return err
+	}
+	var sum int64
+	for _, v := range vals {
+		if v.IsNil() {
+			continue
+		}
+		n, err := v.AsInt64()
+		if err != nil {
+			return err
+		}
+		sum += n
+	}
+	r.Count = sum
+	return nil
+}

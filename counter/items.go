@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	gojson "github.com/goccy/go-json"
+
+	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/httpjson"
+)
+
+// handleItems serves the counting core as it is: POST /v1/items with a
+// counting.Request, all reads (hits 0: within the read deadline, failing
+// open per item) or all writes (hits > 0: per-item codes, never degraded),
+// answered by a counting.Response in item order.
+func handleItems(log *slog.Logger, lim *limits, store *Store, deg *degrader, maxItems int, writeTimeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req counting.Request
+		dec := gojson.NewDecoder(http.MaxBytesReader(w, r.Body, maxBatchBody))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			httpjson.Error(w, r, log, apierr.Invalid("body must be JSON {\"items\":[...]}: %s", err))
+			return
+		}
+		if dec.More() {
+			httpjson.Error(w, r, log, apierr.Invalid("body must hold one JSON object"))
+			return
+		}
+		if len(req.Items) == 0 || len(req.Items) > maxItems {
+			httpjson.Error(w, r, log, apierr.Invalid("items must hold 1 to %d items, got %d", maxItems, len(req.Items)))
+			return
+		}
+		write := req.Items[0].Hits > 0
+		for i := range req.Items {
+			it := &req.Items[i]
+			field := fmt.Sprintf("items[%d].", i)
+			if (it.Hits > 0) != write {
+				httpjson.Error(w, r, log, apierr.Invalid("%shits: a batch is all reads (hits 0) or all writes (hits > 0)", field))
+				return
+			}
+			if err := lim.checkItem(it, write, field); err != nil {
+				httpjson.Error(w, r, log, err)
+				return
+			}
+		}
+		var res []counting.Result
+		if write {
+			ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
+			res = store.Write(ctx, req.Items)
+			cancel()
+		} else {
+			res = store.Read(r.Context(), req.Items)
+			for i := range res {
+				if res[i].Degraded {
+					deg.count(r, res[i].Code, res[i].Msg)
+				}
+			}
+		}
+		httpjson.Write(w, http.StatusOK, counting.Response{Results: res})
+	})
+}

@@ -1,0 +1,350 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/redistest"
+)
+
+// Reference models: each kind of counter in plain Go, driven by an
+// injected clock. The Redis implementation must agree with them decision by
+// decision on random streams.
+
+// windowModel is kinds day and seconds: a count in a window opened by the
+// first hit.
+type windowModel struct {
+	count int64
+	endMs int64 // unix ms at which the live window ends; 0 when none
+}
+
+func (m *windowModel) live(nowMs int64) bool { return m.endMs > nowMs }
+
+func (m *windowModel) hit(nowMs, hits, openEndMs int64) int64 {
+	if !m.live(nowMs) {
+		m.count, m.endMs = 0, openEndMs
+	}
+	m.count += hits
+	return m.count
+}
+
+// modelDayEnd finds the end of the n-th natural day counting now's by
+// walking minute by minute until the date in loc changes n times: slow,
+// and independent of the calendar arithmetic of the implementation.
+func modelDayEnd(now time.Time, loc *time.Location, n int) time.Time {
+	t := now.Truncate(time.Minute)
+	for changes := 0; changes < n; {
+		y, m, d := t.In(loc).Date()
+		t = t.Add(time.Minute)
+		if y2, m2, d2 := t.In(loc).Date(); y2 != y || m2 != m || d2 != d {
+			changes++
+		}
+	}
+	return t
+}
+
+// hoursModel is kind hours: one bucket per epoch hour, R hours kept.
+type hoursModel struct {
+	buckets map[int64]int64
+	keep    int64
+}
+
+func (m *hoursModel) hit(hour, hits int64) {
+	m.buckets[hour] += hits
+	for h := range m.buckets {
+		if h < hour-m.keep {
+			delete(m.buckets, h)
+		}
+	}
+}
+
+func (m *hoursModel) sum(hour, span int64) int64 {
+	var n int64
+	for h := hour - span + 1; h <= hour; h++ {
+		n += m.buckets[h]
+	}
+	return n
+}
+
+// slidingModel is kind sliding: the scores of the admitted events.
+type slidingModel struct {
+	events map[string]int64 // event id -> unix ms
+}
+
+func (m *slidingModel) trim(nowMs, windowMs int64) {
+	for id, at := range m.events {
+		if at < nowMs-windowMs {
+			delete(m.events, id)
+		}
+	}
+}
+
+func (m *slidingModel) state() (count, last int64) {
+	for _, at := range m.events {
+		count++
+		last = max(last, at)
+	}
+	return count, last
+}
+
+// hit answers allowed, reason and duplicate as the kind must.
+func (m *slidingModel) hit(nowMs int64, spec counting.Spec, id string) (bool, counting.Reason, bool) {
+	m.trim(nowMs, spec.Span*1000)
+	if _, ok := m.events[id]; ok {
+		return true, "", true
+	}
+	count, last := m.state()
+	if spec.Limit > 0 {
+		if gap := spec.MinGapSec * 1000; gap > 0 && last > 0 && nowMs-last < gap {
+			return false, counting.TooSoon, false
+		}
+		if count >= spec.Limit {
+			return false, counting.OverLimit, false
+		}
+	}
+	m.events[id] = nowMs
+	return true, "", false
+}
+
+func writeOne(t *testing.T, st *Store, it counting.Item) counting.Result {
+	t.Helper()
+	r := st.Write(context.Background(), []counting.Item{it})[0]
+	if r.Code != 0 {
+		t.Fatalf("write %+v: %+v", it, r)
+	}
+	return r
+}
+
+func readOne(t *testing.T, st *Store, it counting.Item) counting.Result {
+	t.Helper()
+	r := st.Read(context.Background(), []counting.Item{it})[0]
+	if r.Code != 0 && r.Code != 10002 {
+		t.Fatalf("read %+v: %+v", it, r)
+	}
+	return r
+}
+
+func TestHoursAgreeWithModel(t *testing.T) {
+	srv := redistest.Start(t)
+	start := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	clk := newClock(start)
+	v, _ := testStore(t, srv, clk, "COUNTER_MAX_WINDOW_HOURS=24")
+	rng := rand.New(rand.NewPCG(1, 2))
+	m := &hoursModel{buckets: map[int64]int64{}, keep: 24}
+	subj := counting.Subject{Dim: "device", ID: "model"}
+	scope := counting.Scope{Campaign: "1", Event: "win"}
+	for step := range 600 {
+		// Mostly small steps, now and then a jump past the retention.
+		d := time.Duration(rng.IntN(40)) * time.Minute
+		if rng.IntN(50) == 0 {
+			d = time.Duration(20+rng.IntN(20)) * time.Hour
+		}
+		clk.Add(d)
+		hour := clk.Now().Unix() / 3600
+		span := int64(1 + rng.IntN(24))
+		it := counting.Item{Scope: scope, Subject: subj, Spec: counting.Spec{Kind: counting.Hours, Span: span}}
+		if rng.IntN(2) == 0 {
+			it.Hits = int64(1 + rng.IntN(3))
+			got := writeOne(t, v.Store, it)
+			m.hit(hour, it.Hits)
+			if want := m.sum(hour, span); got.Count != want {
+				t.Fatalf("step %d write span %d at %s: %d, model %d", step, span, clk.Now(), got.Count, want)
+			}
+			continue
+		}
+		got := readOne(t, v.Store, it)
+		if want := m.sum(hour, span); got.Count != want {
+			t.Fatalf("step %d read span %d at %s: %d, model %d", step, span, clk.Now(), got.Count, want)
+		}
+	}
+}
+
+func TestSlidingAgreesWithModel(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := newClock(time.Date(2026, 12, 2, 23, 50, 0, 0, time.UTC))
+	v, _ := testStore(t, srv, clk)
+	rng := rand.New(rand.NewPCG(3, 4))
+	specs := []counting.Spec{
+		{Kind: counting.Sliding, Span: 60},                            // record only (split mode)
+		{Kind: counting.Sliding, Span: 60, Limit: 3},                  // exact cap
+		{Kind: counting.Sliding, Span: 600, Limit: 4, MinGapSec: 120}, // cap and minimum gap
+	}
+	for si, spec := range specs {
+		m := &slidingModel{events: map[string]int64{}}
+		it := counting.Item{Scope: counting.Scope{Campaign: "2", Event: "win"}, Subject: counting.Subject{Dim: "device", ID: fmt.Sprint("s", si)}, Spec: spec}
+		var ids []string
+		for step := range 400 {
+			// Steps around the window's and the gap's edges, to the ms.
+			clk.Add(time.Duration(rng.IntN(int(spec.Span*1000/3))) * time.Millisecond)
+			now := clk.Now().UnixMilli()
+			if rng.IntN(3) == 0 {
+				got := readOne(t, v.Store, it)
+				m.trim(now, spec.Span*1000)
+				count, last := m.state()
+				if got.Count != count || got.LastAt != last {
+					t.Fatalf("spec %d step %d read: count %d last %d, model %d %d", si, step, got.Count, got.LastAt, count, last)
+				}
+				continue
+			}
+			w := it
+			w.Hits = 1
+			// A replay now and then: one member per event id.
+			if len(ids) > 0 && rng.IntN(5) == 0 {
+				w.EventID = ids[rng.IntN(len(ids))]
+			} else {
+				w.EventID = fmt.Sprint("e", step)
+				ids = append(ids, w.EventID)
+			}
+			got := writeOne(t, v.Store, w)
+			allowed, reason, dup := m.hit(now, spec, w.EventID)
+			count, last := m.state()
+			if got.Allowed != allowed || got.Reason != reason || got.Duplicate != dup || got.Count != count || got.LastAt != last {
+				t.Fatalf("spec %d step %d hit %s: got allowed=%v %q dup=%v count=%d last=%d, model %v %q %v %d %d",
+					si, step, w.EventID, got.Allowed, got.Reason, got.Duplicate, got.Count, got.LastAt, allowed, reason, dup, count, last)
+			}
+		}
+	}
+}
+
+// realClock is now plus a fixed offset: it moves with real time, so Redis's
+// own expiry (real time) and the counter's clock agree, while the offset
+// puts the stream just before a midnight of our choosing.
+// last is the instant the store last read, so the model decides at the
+// same instant as the store did.
+type realClock struct {
+	offset time.Duration
+	last   atomic.Int64
+}
+
+func newRealClock(at time.Time) *realClock { return &realClock{offset: time.Until(at)} }
+
+func (c *realClock) Now() time.Time {
+	t := time.Now().Add(c.offset)
+	c.last.Store(t.UnixNano())
+	return t
+}
+
+func (c *realClock) Last() time.Time { return time.Unix(0, c.last.Load()) }
+
+// TestWindowsAgreeWithModel runs random hits and reads of the window kinds
+// across real window ends: a window of seconds, midnight in Shanghai, and
+// the end of New York's 25-hour fall-back day. Decisions within a few ms of
+// a window's end are not compared: Redis runs a script a little after the
+// counter reads its clock.
+func TestWindowsAgreeWithModel(t *testing.T) {
+	ny, _ := time.LoadLocation("America/New_York")
+	sh, _ := time.LoadLocation("Asia/Shanghai")
+	tests := []struct {
+		name string
+		tz   string
+		loc  *time.Location
+		at   time.Time // where the stream starts
+		spec counting.Spec
+	}{
+		{"seconds", "UTC", time.UTC, time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC), counting.Spec{Kind: counting.Seconds, Span: 1}},
+		{"day across Shanghai midnight", "Asia/Shanghai", sh, time.Date(2026, 12, 2, 23, 59, 58, 800_000_000, sh), counting.Spec{Kind: counting.Day, Span: 1}},
+		{"two days", "Asia/Shanghai", sh, time.Date(2026, 12, 2, 23, 59, 59, 0, sh), counting.Spec{Kind: counting.Day, Span: 2}},
+		{"end of the 25 h day", "America/New_York", ny, time.Date(2026, 11, 1, 23, 59, 58, 800_000_000, ny), counting.Spec{Kind: counting.Day, Span: 1}},
+	}
+	for ti, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Start(t)
+			s := testSettings(t, srv.URL(), "COUNTER_TIMEZONE="+tt.tz)
+			clk := newRealClock(tt.at)
+			st := newStore(newClient(t, srv.URL()), s, newMetrics(prometheus.NewRegistry()), clk.Now)
+			t.Cleanup(st.Close)
+			rng := rand.New(rand.NewPCG(uint64(ti), 5))
+			m := &windowModel{}
+			it := counting.Item{Scope: counting.Scope{Business: 9}, Subject: counting.Subject{ID: "user:" + tt.name}, Spec: tt.spec}
+			// ms either side of a window's end, and the most a TTL may
+			// differ: Redis runs the script (and measures PTTL) a little
+			// after the store read its clock, more so under -race.
+			const guard = 100
+			end := time.Now().Add(2500 * time.Millisecond)
+			compared := 0
+			for time.Now().Before(end) {
+				time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond) // pace of the stream, not a wait
+				if rng.IntN(3) == 0 {
+					r := it
+					r.Spec.Span = 0 // a read of whatever window is live
+					got := readOne(t, st, r)
+					t0 := clk.Last()
+					nearEnd := m.endMs > 0 && abs(t0.UnixMilli()-m.endMs) < guard
+					if nearEnd {
+						continue
+					}
+					compared++
+					live := m.live(t0.UnixMilli())
+					if (got.Code == 0) != live || (live && (got.Count != m.count || abs(got.TTLMs-(m.endMs-t0.UnixMilli())) > guard)) {
+						t.Fatalf("read at %s: %+v, model live=%v count=%d ends %s", t0.In(tt.loc), got, live, m.count, time.UnixMilli(m.endMs).In(tt.loc))
+					}
+					continue
+				}
+				w := it
+				w.Hits = int64(1 + rng.IntN(3))
+				got := writeOne(t, st, w)
+				t0 := clk.Last()
+				nearEnd := m.endMs > 0 && abs(t0.UnixMilli()-m.endMs) < guard
+				var openEnd int64
+				if tt.spec.Kind == counting.Seconds {
+					openEnd = t0.Add(time.Duration(tt.spec.Span) * time.Second).UnixMilli()
+				} else {
+					openEnd = modelDayEnd(t0, tt.loc, int(tt.spec.Span)).UnixMilli()
+				}
+				want := m.hit(t0.UnixMilli(), w.Hits, openEnd)
+				if nearEnd {
+					// Either side may have won the race: follow Redis.
+					m.count = got.Count
+					m.endMs = t0.UnixMilli() + got.TTLMs
+					continue
+				}
+				compared++
+				if got.Count != want || abs(got.TTLMs-(m.endMs-t0.UnixMilli())) > guard {
+					t.Fatalf("hit %d at %s: count %d ttl %d ms, model %d ends %s", w.Hits, t0.In(tt.loc), got.Count, got.TTLMs, want, time.UnixMilli(m.endMs).In(tt.loc))
+				}
+			}
+			if compared < 20 {
+				t.Fatalf("only %d decisions compared", compared)
+			}
+		})
+	}
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// TestModelDayEndMatchesCalendar pins the model itself on the days that
+// matter: a plain day, DST days, and several days.
+func TestModelDayEndMatchesCalendar(t *testing.T) {
+	ny, _ := time.LoadLocation("America/New_York")
+	for _, tt := range []struct {
+		now  time.Time
+		loc  *time.Location
+		n    int
+		want time.Duration
+	}{
+		{time.Date(2026, 11, 1, 0, 0, 0, 0, ny), ny, 1, 25 * time.Hour},
+		{time.Date(2026, 3, 8, 0, 0, 0, 0, ny), ny, 1, 23 * time.Hour},
+		{time.Date(2026, 3, 7, 12, 0, 0, 0, ny), ny, 2, 12*time.Hour + 23*time.Hour},
+		{time.Date(2026, 12, 2, 23, 59, 0, 0, time.UTC), time.UTC, 1, time.Minute},
+	} {
+		if got := modelDayEnd(tt.now, tt.loc, tt.n).Sub(tt.now); got != tt.want {
+			t.Errorf("model: day end of %s + %d = %s, want %s", tt.now, tt.n, got, tt.want)
+		}
+		if got := dayEnd(tt.now, tt.loc, tt.n).Sub(tt.now); got != tt.want {
+			t.Errorf("dayEnd(%s, %d) = %s, want %s", tt.now, tt.n, got, tt.want)
+		}
+	}
+}

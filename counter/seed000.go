@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/ids"
+)
+
+// The seed-000 endpoints (/v1/incr, /v1/freq, /v1/freq/batch, /v1/pace)
+// are views over the counting core: one campaign and event, one counter
+// per dimension (the day, an hour window, an exact window), turned into
+// items and back.
+
+// Query is one request of a seed-000 endpoint: a campaign's event and one id
+// per dimension, with the windows asked for.
+type Query struct {
+	CID   string
+	Event string
+	Dims  []Dim
+	// Windows are the hour windows asked for, ascending; a write takes at
+	// most one.
+	Windows []int
+	// PaceWindowSec > 0 records writes in that exact window too, and makes
+	// reads return its count and newest event.
+	PaceWindowSec int
+	// EID is the event id of a write.
+	EID string
+}
+
+// Dim is one dimension of a query and the id counted in it.
+type Dim struct {
+	Name string
+	ID   string
+}
+
+// Counts are one dimension's values: today's count, the sum of each window
+// asked for (in Query.Windows order), and the exact window's state.
+type Counts struct {
+	Day     int64
+	Windows []int64
+	Pace    counting.Pace
+}
+
+// Result is the answer for one Query. Counts line up with Query.Dims. Err is
+// set when a read could not be served; Counts are then zero.
+type Result struct {
+	Counts    []Counts
+	Duplicate bool
+	Err       error
+}
+
+// seed000 serves the seed-000 views on a store.
+type seed000 struct{ *Store }
+
+// ref says which dimension and which counter of a query an item is.
+type ref struct {
+	q, d int
+	part part
+	w    int // window index, for partWindow
+}
+
+type part uint8
+
+const (
+	partDay part = iota
+	partWindow
+	partPace
+)
+
+// items turns queries into items; refs say where each item's answer goes.
+func (q *Query) items(its []counting.Item, refs []ref, qi int, write bool) ([]counting.Item, []ref) {
+	scope := counting.Scope{Campaign: q.CID, Event: q.Event}
+	for d, dim := range q.Dims {
+		subj := counting.Subject{Dim: dim.Name, ID: dim.ID}
+		add := func(spec counting.Spec, p part, w int) {
+			it := counting.Item{Scope: scope, Subject: subj, Spec: spec}
+			if write {
+				it.Hits, it.EventID = 1, q.EID
+			}
+			its = append(its, it)
+			refs = append(refs, ref{qi, d, p, w})
+		}
+		add(counting.Spec{Kind: counting.Day, Span: 1}, partDay, 0)
+		for w, hours := range q.Windows {
+			add(counting.Spec{Kind: counting.Hours, Span: int64(hours)}, partWindow, w)
+		}
+		if q.PaceWindowSec > 0 {
+			add(counting.Spec{Kind: counting.Sliding, Span: int64(q.PaceWindowSec)}, partPace, 0)
+		}
+	}
+	return its, refs
+}
+
+// newResults makes zero results shaped after their queries.
+func newResults(qs []Query) []Result {
+	res := make([]Result, len(qs))
+	for i := range qs {
+		res[i].Counts = make([]Counts, len(qs[i].Dims))
+		if n := len(qs[i].Windows); n > 0 {
+			for j := range res[i].Counts {
+				res[i].Counts[j].Windows = make([]int64, n)
+			}
+		}
+	}
+	return res
+}
+
+// fill stores one item's result in its query's result.
+func fill(res []Result, r ref, got *counting.Result) {
+	c := &res[r.q].Counts[r.d]
+	switch r.part {
+	case partDay:
+		c.Day = got.Count
+	case partWindow:
+		c.Windows[r.w] = got.Count
+	case partPace:
+		c.Pace = counting.Pace{Count: got.Count, LastAt: got.LastAt}
+	}
+}
+
+// Incr counts one event for every dimension of q: the day, the hour window
+// when one is given, the exact window when PaceWindowSec is.
+func (v seed000) Incr(ctx context.Context, q *Query) (Result, error) {
+	if q.PaceWindowSec > 0 && q.EID == "" {
+		// One member for every dimension's window, as with an eid.
+		q.EID = ids.Random("r-")
+	}
+	its, refs := q.items(nil, nil, 0, true)
+	got := v.Write(ctx, its)
+	res := newResults([]Query{*q})
+	for k, r := range refs {
+		if got[k].Code != apierr.OK {
+			return Result{}, &apierr.Error{Code: apierr.Unavailable, Msg: got[k].Msg}
+		}
+		fill(res, r, &got[k])
+		res[0].Duplicate = res[0].Duplicate || got[k].Duplicate
+	}
+	return res[0], nil
+}
+
+// Read answers every query in one store read.
+func (v seed000) Read(ctx context.Context, qs []Query) []Result {
+	var its []counting.Item
+	var refs []ref
+	for i := range qs {
+		its, refs = qs[i].items(its, refs, i, false)
+	}
+	got := v.Store.Read(ctx, its)
+	res := newResults(qs)
+	for k, r := range refs {
+		if res[r.q].Err != nil {
+			continue
+		}
+		switch got[k].Code {
+		case apierr.OK, apierr.KeyNotFound:
+			fill(res, r, &got[k])
+		default:
+			// One counter of a query failed: the whole query reads as
+			// failed, with zero counts.
+			res[r.q] = newResults(qs[r.q : r.q+1])[0]
+			res[r.q].Err = &apierr.Error{Code: got[k].Code, Msg: got[k].Msg}
+		}
+	}
+	return res
+}
+
+// PaceRule is an exact sliding window cap: at most Limit events in the last
+// Window, and none closer than MinGap to the previous one.
+type PaceRule struct {
+	Window time.Duration
+	Limit  int
+	MinGap time.Duration
+}
+
+// PaceResult is the outcome of a pace check for every dimension of a query.
+type PaceResult struct {
+	Result    int // PaceAllowed, PaceOverLimit or PaceTooSoon: the first refusal in dimension order
+	Dims      []PaceDim
+	Duplicate bool
+}
+
+// PaceDim is one dimension's outcome.
+type PaceDim struct {
+	Result int
+	counting.Pace
+}
+
+// Pace checks and records one event in the exact sliding window of every
+// dimension of q. It is all-or-nothing: when any dimension refuses, the
+// event is taken back from the dimensions that recorded it.
+func (v seed000) Pace(ctx context.Context, q *Query, rule PaceRule) (PaceResult, error) {
+	eid := q.EID
+	if eid == "" {
+		eid = ids.Random("r-")
+	}
+	its := make([]counting.Item, len(q.Dims))
+	for i, d := range q.Dims {
+		its[i] = counting.Item{
+			Scope:   counting.Scope{Campaign: q.CID, Event: q.Event},
+			Subject: counting.Subject{Dim: d.Name, ID: d.ID},
+			Spec: counting.Spec{Kind: counting.Sliding, Span: int64(rule.Window / time.Second),
+				Limit: int64(rule.Limit), MinGapSec: int64(rule.MinGap / time.Second)},
+			Hits: 1, EventID: eid,
+		}
+	}
+	got := v.Write(ctx, its)
+	res := PaceResult{Result: counting.PaceAllowed, Dims: make([]PaceDim, len(its))}
+	var err error
+	for i, g := range got {
+		if g.Code != apierr.OK {
+			err = &apierr.Error{Code: apierr.Unavailable, Msg: g.Msg}
+			continue
+		}
+		res.Dims[i] = PaceDim{Result: paceCode(&g), Pace: counting.Pace{Count: g.Count, LastAt: g.LastAt}}
+	}
+	refused := slices.IndexFunc(got, func(g counting.Result) bool { return g.Code == apierr.OK && !g.Allowed })
+	if err != nil || refused >= 0 {
+		// Take back what this call recorded (not replays of an earlier
+		// one), so a refused or failed event leaves nothing behind, and
+		// answer the windows as they are then.
+		var undone []int
+		for i, g := range got {
+			if g.Code != apierr.OK || !g.Allowed || g.Duplicate {
+				continue
+			}
+			if uerr := undoSliding(ctx, v.rdb, &its[i], g.LastAt); uerr != nil {
+				err = errors.Join(err, uerr)
+			}
+			undone = append(undone, i)
+		}
+		if err == nil && len(undone) > 0 {
+			reads := make([]counting.Item, len(undone))
+			for k, i := range undone {
+				reads[k] = its[i]
+				reads[k].Hits, reads[k].EventID = 0, ""
+			}
+			for k, r := range v.read(ctx, reads) {
+				if r.Code != apierr.OK {
+					err = errors.Join(err, errors.New(r.Msg))
+				}
+				res.Dims[undone[k]].Pace = counting.Pace{Count: r.Count, LastAt: r.LastAt}
+			}
+		}
+	}
+	if err != nil {
+		v.metrics.redisErrors.WithLabelValues("pace").Inc()
+		return PaceResult{}, &apierr.Error{Code: apierr.Unavailable, Msg: "redis unavailable, retry: " + firstLine(err)}
+	}
+	if refused >= 0 {
+		res.Result = res.Dims[refused].Result
+	}
+	res.Duplicate = !slices.ContainsFunc(got, func(g counting.Result) bool { return !g.Duplicate })
+	return res, nil
+}
+
+func paceCode(g *counting.Result) int {
+	switch g.Reason {
+	case counting.OverLimit:
+		return counting.PaceOverLimit
+	case counting.TooSoon:
+		return counting.PaceTooSoon
+	}
+	return counting.PaceAllowed
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/rueidis"
+
+	"github.com/freqcap/freqcap/lua"
+	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/ids"
+)
+
+var (
+	slidingScript = rueidis.NewLuaScript(lua.Sliding)
+	unpaceScript  = rueidis.NewLuaScript(lua.Unpace)
+)
+
+// slidingKind is an exact sliding window: the ZSet sfreq:{<tag>}:<spanSec>,
+// member = event id, score = unix ms. The span is part of the key, so each
+// window keeps exactly its own events and no writer trims another's.
+type slidingKind struct{}
+
+func slidingKey(it *counting.Item) string {
+	return tagged("sfreq:", it) + ":" + strconv.FormatInt(it.Spec.Span, 10)
+}
+
+func (slidingKind) check(it *counting.Item, lim *limits, field string) error {
+	s := it.Spec
+	switch {
+	case s.Span < 1 || s.Span > int64(lim.maxSliding):
+		return apierr.Invalid("%sspec.span must be between 1 and %d seconds", field, lim.maxSliding)
+	case it.Hits > 1:
+		return apierr.Invalid("%shits must be 0 or 1 for a sliding window (one event per event id)", field)
+	case s.Limit < 0 || s.Limit > lim.maxLimit:
+		return apierr.Invalid("%sspec.limit must be between 0 and %d", field, lim.maxLimit)
+	case s.MinGapSec < 0 || s.MinGapSec > s.Span:
+		return apierr.Invalid("%sspec.minGapSec must be between 0 and the span (%d)", field, s.Span)
+	case s.MinGapSec > 0 && s.Limit == 0:
+		return apierr.Invalid("%sspec.minGapSec needs a limit", field)
+	}
+	return nil
+}
+
+// member is the event's id in the window; an event without one gets a
+// random id, so it counts once and only once.
+func member(it *counting.Item) string {
+	if it.EventID == "" {
+		it.EventID = ids.Random("r-")
+	}
+	return it.EventID
+}
+
+func (slidingKind) write(it *counting.Item, e *env) (*rueidis.Lua, []string, []string) {
+	return slidingScript, []string{slidingKey(it)}, []string{
+		strconv.FormatInt(e.now.UnixMilli(), 10),
+		strconv.FormatInt(it.Spec.Span*1000, 10),
+		strconv.FormatInt(it.Spec.Limit, 10),
+		strconv.FormatInt(it.Spec.MinGapSec*1000, 10),
+		member(it),
+	}
+}
+
+func (slidingKind) wrote(_ *counting.Item, _ *env, v []int64, r *counting.Result) error {
+	if len(v) != 5 {
+		return fmt.Errorf("sliding script returned %d values", len(v))
+	}
+	r.Count, r.LastAt, r.Duplicate = v[1], v[2], v[3] == 1
+	switch v[0] {
+	case counting.PaceOverLimit:
+		r.Allowed, r.Reason = false, counting.OverLimit
+	case counting.PaceTooSoon:
+		r.Allowed, r.Reason = false, counting.TooSoon
+	}
+	return nil
+}
+
+func (slidingKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
+	k := slidingKey(it)
+	from := strconv.FormatInt(e.now.UnixMilli()-it.Spec.Span*1000, 10)
+	return []rueidis.Cacheable{
+		e.b.Zcount().Key(k).Min(from).Max("+inf").Cache(),
+		// The newest event still in the window; an older one is forgotten.
+		e.b.Zrange().Key(k).Min("+inf").Max(from).Byscore().Rev().Limit(0, 1).Withscores().Cache(),
+	}, false
+}
+
+func (slidingKind) got(_ *counting.Item, _ *env, rs []rueidis.RedisResult, r *counting.Result) error {
+	n, err := rs[0].AsInt64()
+	if err != nil {
+		return err
+	}
+	zs, err := rs[1].AsZScores()
+	if err != nil {
+		return err
+	}
+	r.Count = n
+	if len(zs) > 0 {
+		r.LastAt = int64(zs[0].Score)
+	}
+	return nil
+}
+
+// undoSliding takes back an event that a write recorded at atMs, when the
+// request it belonged to was refused elsewhere (all-or-nothing across
+// counters that may live in different Cluster slots).
+func undoSliding(ctx context.Context, rdb rueidis.Client, it *counting.Item, atMs int64) error {
+	return unpaceScript.Exec(ctx, rdb, []string{slidingKey(it)}, []string{it.EventID, strconv.FormatInt(atMs, 10)}).Error()
+}

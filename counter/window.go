@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/freqcap/freqcap/lua"
+	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/counting"
+)
+
+var windowScript = rueidis.NewLuaScript(lua.Window)
+
+// windowKind is a String with a TTL, opened by the first hit: kinds day
+// (natural days) and seconds. A campaign's day counter is freq:{<tag>}, a
+// business's window gfreq:{<tag>}; a business key has one live window
+// whatever the unit, as in seed 002, and an Add with another span counts
+// into the live window without moving its end.
+type windowKind struct{ unit counting.Kind }
+
+func windowKey(it *counting.Item) string {
+	if it.Scope.Business != 0 {
+		return tagged("gfreq:", it)
+	}
+	return tagged("freq:", it)
+}
+
+func (k windowKind) check(it *counting.Item, lim *limits, field string) error {
+	span := it.Spec.Span
+	switch {
+	case it.Scope.Campaign != "" && (k.unit != counting.Day || span != 1):
+		return apierr.Invalid("%sspec: campaign counters count natural days with span 1 (today)", field)
+	case it.Hits == 0 && span == 0:
+		return nil // a read of whatever window is live
+	case k.unit == counting.Day && (span < 1 || span > int64(lim.maxDays)):
+		return apierr.Invalid("%sspec.span must be between 1 and %d days", field, lim.maxDays)
+	case k.unit == counting.Seconds && (span < 1 || span > int64(lim.maxSeconds)):
+		return apierr.Invalid("%sspec.span must be between 1 and %d seconds", field, lim.maxSeconds)
+	}
+	return nil
+}
+
+// windowEnd is when a window of the item's span opened now ends.
+func (k windowKind) windowEnd(it *counting.Item, e *env) time.Time {
+	if k.unit == counting.Seconds {
+		return e.now.Add(time.Duration(it.Spec.Span) * time.Second)
+	}
+	return dayEnd(e.now, e.loc, int(it.Spec.Span))
+}
+
+// dayEnd is the end of the n-th natural day in loc counting now's day,
+// built from the calendar, so DST days last 23 or 25 h.
+func dayEnd(now time.Time, loc *time.Location, n int) time.Time {
+	l := now.In(loc)
+	return time.Date(l.Year(), l.Month(), l.Day()+n, 0, 0, 0, 0, loc)
+}
+
+// dayTTL is the time left until the end of now's day in loc, rounded up to
+// whole milliseconds: the TTL never ends before the day does, and an event
+// in the day's last instant still gets a positive one.
+func dayTTL(now time.Time, loc *time.Location) time.Duration {
+	return (dayEnd(now, loc, 1).Sub(now) + time.Millisecond - 1).Truncate(time.Millisecond)
+}
+
+func (k windowKind) write(it *counting.Item, e *env) (*rueidis.Lua, []string, []string) {
+	// Relative to the counter's clock, rounded up to the millisecond as
+	// dayTTL is: the window never ends before its span does.
+	ttl := (k.windowEnd(it, e).Sub(e.now) + time.Millisecond - 1).Truncate(time.Millisecond)
+	dedupe := "0"
+	keys := []string{windowKey(it), ""}
+	if it.EventID != "" {
+		dedupe = strconv.FormatInt(e.dedupeTTL.Milliseconds(), 10)
+		keys[1] = dedupeKey(it, "w")
+	} else {
+		keys = keys[:1]
+	}
+	return windowScript, keys, []string{strconv.FormatInt(it.Hits, 10), strconv.FormatInt(ttl.Milliseconds(), 10), dedupe}
+}
+
+func (k windowKind) wrote(it *counting.Item, e *env, v []int64, r *counting.Result) error {
+	if len(v) != 3 {
+		return fmt.Errorf("window script returned %d values", len(v))
+	}
+	r.Count, r.Duplicate = v[0], v[2] == 1
+	r.TTLMs = max(v[1], 0)
+	return nil
+}
+
+func (k windowKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
+	key := windowKey(it)
+	get := e.b.Get().Key(key).Cache()
+	if it.Scope.Campaign != "" {
+		// A campaign's day window always ends at the end of today.
+		return []rueidis.Cacheable{get}, true
+	}
+	// The TTL shrinks every millisecond: a cached one would be wrong.
+	return []rueidis.Cacheable{get, e.b.Pttl().Key(key).Cache()}, false
+}
+
+func (k windowKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *counting.Result) error {
+	n, err := rs[0].AsInt64()
+	if rueidis.IsRedisNil(err) {
+		r.Code, r.Msg = apierr.KeyNotFound, "no live window"
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	r.Count = n
+	if len(rs) == 1 {
+		r.TTLMs = dayTTL(e.now, e.loc).Milliseconds()
+		return nil
+	}
+	ttl, err := rs[1].AsInt64()
+	if err != nil {
+		return err
+	}
+	r.TTLMs = max(ttl, 0)
+	return nil
+}

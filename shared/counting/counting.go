@@ -1,0 +1,130 @@
+// Package counting is freqcap's one counting contract: every counter, cap
+// and limiter is an Item (a scope, a subject, a spec, hits and an optional
+// event id), and every answer is a Result. The counter serves it, and the
+// Go client, callback and bench speak it; no other copy of these types
+// exists. Every field has one JSON shape.
+package counting
+
+// Kind names a kind of counter. Each kind says the unit of Spec.Span.
+type Kind string
+
+// The kinds of counter.
+const (
+	// Day counts natural days in the counter's time zone: a String with a
+	// TTL, opened by the first hit and ending at the end of the Span-th day
+	// counting today. Campaign counters take Span 1 (today).
+	Day Kind = "day"
+	// Seconds counts in a window of Span seconds opened by the first hit
+	// (a String with a TTL, seed 002's TIME_UNIT_SEC). It shares its key
+	// with Day: a business key has one live window whatever its unit.
+	Seconds Kind = "seconds"
+	// Hours counts the last Span hours from hour buckets (a Hash, field =
+	// epoch hour). Every writer keeps the counter's configured largest
+	// window, so a read never sees less than it asks for.
+	Hours Kind = "hours"
+	// Sliding is an exact sliding window of Span seconds (a ZSet, one
+	// member per event id). With a Limit, a hit is admitted only while the
+	// window holds fewer than Limit events and the newest is at least
+	// MinGapSec old; without one, every hit is recorded.
+	Sliding Kind = "sliding"
+)
+
+// Scope is whom a counter belongs to: a campaign's event (seed 000) or a
+// business (seed 002). Exactly one of Campaign and Business is set.
+type Scope struct {
+	// Campaign is a campaign (line item, ...) id: 1-64 of [A-Za-z0-9._-].
+	Campaign string `json:"campaign,omitempty"`
+	// Event is the campaign's counted event (win, billing, imp); empty
+	// means the counter's default event. Only with Campaign.
+	Event string `json:"event,omitempty"`
+	// Business is a seed-002 business id, > 0.
+	Business uint32 `json:"business,omitempty"`
+}
+
+// Subject is what is counted within a scope.
+type Subject struct {
+	// Dim is the dimension (device, bundle, tagid) of a campaign counter;
+	// empty for a business key.
+	Dim string `json:"dim,omitempty"`
+	// ID is the dimension's id, or the business's key.
+	ID string `json:"id"`
+}
+
+// Spec is the kind of a counter and its span, and for deciding kinds the
+// limit that admits or refuses a hit.
+type Spec struct {
+	Kind Kind `json:"kind"`
+	// Span is the window in the kind's unit: days for Day, hours for Hours,
+	// seconds for Seconds and Sliding. A read of a Day or Seconds counter
+	// may leave it 0: it reads whatever window is live.
+	Span int64 `json:"span"`
+	// Limit is how many events a Sliding window admits; 0 records every hit
+	// without deciding.
+	Limit int64 `json:"limit,omitempty"`
+	// MinGapSec is the shortest time between two admitted events of a
+	// Sliding window with a Limit; 0 is none.
+	MinGapSec int64 `json:"minGapSec,omitempty"`
+}
+
+// Item is one counter and what to do with it: Hits > 0 counts, 0 reads.
+type Item struct {
+	Scope   Scope   `json:"scope"`
+	Subject Subject `json:"subject"`
+	Spec    Spec    `json:"spec"`
+	// Hits is how many events to count; 0 reads without counting. Sliding
+	// windows take 0 or 1.
+	Hits int64 `json:"hits"`
+	// EventID makes a write idempotent: a replay of the same id on the same
+	// counter changes nothing and answers Duplicate. Writes only.
+	EventID string `json:"eventId,omitempty"`
+}
+
+// Reason says why a deciding kind refused a hit.
+type Reason string
+
+// Reasons of a refusal.
+const (
+	OverLimit Reason = "over_limit" // the window holds Limit events
+	TooSoon   Reason = "too_soon"   // the newest event is younger than MinGapSec
+)
+
+// Result is the answer for one item, in the item's place.
+type Result struct {
+	// Code is 0, or the item's own failure: 10001 timeout, 10002 key not
+	// found (a Day or Seconds read of a counter with no live window), 10004
+	// Redis unavailable.
+	Code int    `json:"code"`
+	Msg  string `json:"msg,omitempty"`
+	// Count is the counter's value after the hits (reads: now).
+	Count int64 `json:"count"`
+	// TTLMs is how long the live window has left, in milliseconds: Day and
+	// Seconds counters; 0 when no window is live.
+	TTLMs int64 `json:"ttlMs"`
+	// LastAt is the unix millisecond of the newest event of a Sliding
+	// window, 0 when it holds none.
+	LastAt int64 `json:"lastAt"`
+	// Allowed is false only when a deciding kind refused the hit; Reason
+	// says why. A refused hit counts nothing.
+	Allowed bool   `json:"allowed"`
+	Reason  Reason `json:"reason,omitempty"`
+	// Duplicate is set when EventID was counted on this counter before:
+	// nothing changed, and the counts are the current ones.
+	Duplicate bool `json:"duplicate"`
+	// Degraded is set on a read that Redis could not serve in time: the
+	// counts are 0 and Code says why (fail open is the caller's decision).
+	Degraded bool `json:"degraded"`
+}
+
+// Request is a batch of items: all reads or all writes.
+type Request struct {
+	Items []Item `json:"items"`
+}
+
+// Response answers a Request: one Result per item, in order. Code and Msg
+// are the batch's own: 0, or why the whole batch was refused (then Results
+// is empty and nothing was written).
+type Response struct {
+	Code    int      `json:"code"`
+	Msg     string   `json:"msg,omitempty"`
+	Results []Result `json:"results"`
+}

@@ -1,0 +1,90 @@
+package counting
+
+// The wire types of the seed-000 endpoints (/v1/incr, /v1/freq,
+// /v1/freq/batch, /v1/pace): views over items, one counter per dimension.
+
+// Answer is the answer of /v1/incr and /v1/freq, and each result of
+// /v1/freq/batch.
+type Answer struct {
+	Code  int    `json:"code"`
+	Msg   string `json:"msg,omitempty"`
+	CID   string `json:"cid"`
+	Event string `json:"event"`
+	// WindowHours are the hour windows asked for, ascending; empty for none.
+	WindowHours []int `json:"windowHours"`
+	// PaceWindowSec is the exact window asked for, 0 for none.
+	PaceWindowSec int `json:"paceWindowSec,omitempty"`
+	// Counts holds one entry per dimension asked for.
+	Counts map[string]Counts `json:"counts"`
+	// Degraded is set on a read that Redis could not serve in time (counts
+	// are then 0); reads always carry it.
+	Degraded bool `json:"degraded,omitempty"`
+	// Duplicate is set on a write whose eid one of its counters had seen.
+	Duplicate bool `json:"duplicate,omitempty"`
+}
+
+// Counts are one dimension's counters.
+type Counts struct {
+	// Day is today's count.
+	Day int64 `json:"day"`
+	// Windows is the sum of the hour buckets of each window asked for,
+	// keyed by its hours ("3", "24").
+	Windows map[string]int64 `json:"windows,omitempty"`
+	// Pace is the exact window's state, when one was asked for.
+	Pace *Pace `json:"pace,omitempty"`
+}
+
+// Pace is the state of one exact sliding window.
+type Pace struct {
+	Count  int64 `json:"count"`
+	LastAt int64 `json:"lastAt"` // unix ms of the newest event, 0 when none
+}
+
+// BatchItem is one item of POST /v1/freq/batch.
+type BatchItem struct {
+	CID           string            `json:"cid"`
+	Event         string            `json:"event,omitempty"`
+	Dims          map[string]string `json:"dims"`
+	WindowHours   []int             `json:"windowHours,omitempty"`
+	PaceWindowSec int               `json:"paceWindowSec,omitempty"`
+}
+
+// BatchRequest is the body of POST /v1/freq/batch.
+type BatchRequest struct {
+	Items []BatchItem `json:"items"`
+}
+
+// BatchResponse answers POST /v1/freq/batch: one Answer per item, in order.
+type BatchResponse struct {
+	Code    int      `json:"code"`
+	Msg     string   `json:"msg"`
+	Results []Answer `json:"results"`
+}
+
+// Pace outcomes of POST /v1/pace, as the seed's script returns them.
+const (
+	PaceAllowed   = 1
+	PaceOverLimit = 0
+	PaceTooSoon   = -1
+)
+
+// PaceAnswer answers POST /v1/pace.
+type PaceAnswer struct {
+	Code  int    `json:"code"`
+	CID   string `json:"cid"`
+	Event string `json:"event"`
+	// Result is allowed, over_limit or too_soon: the first refusal in
+	// dimension order; ResultCode is its PaceAllowed.. code.
+	Result     string             `json:"result"`
+	ResultCode int                `json:"resultCode"`
+	Dims       map[string]PaceDim `json:"dims"`
+	Duplicate  bool               `json:"duplicate,omitempty"`
+}
+
+// PaceDim is one dimension's outcome of POST /v1/pace.
+type PaceDim struct {
+	Result     string `json:"result"`
+	ResultCode int    `json:"resultCode"`
+	Count      int64  `json:"count"`
+	LastAt     int64  `json:"lastAt"`
+}
