@@ -2,7 +2,13 @@
 GO ?= go
 SERVICES := counter callback
 
-.PHONY: test run build bench gobench lint docker-check redis-server
+.PHONY: test run build bench gobench lint docker-check redis-server proto proto-check
+
+# Code generation for proto/: pinned tools, installed into bin/tools.
+BUF_VERSION := v1.75.0
+PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_CONNECT_GO_VERSION := v1.21.1
+TOOLS := $(CURDIR)/bin/tools
 
 ## test: vet, then every test with the race detector against a real redis-server
 test: redis-server
@@ -30,6 +36,20 @@ gobench: redis-server
 ## docker-check: validate compose.yaml and build each binary exactly as its Dockerfile does
 docker-check:
 	./scripts/docker-check
+
+## proto: lint proto/ and regenerate gen/ with buf (commit what it writes)
+proto:
+	@mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(TOOLS) $(GO) install connectrpc.com/connect/cmd/protoc-gen-connect-go@$(PROTOC_GEN_CONNECT_GO_VERSION)
+	PATH="$(TOOLS):$$PATH" buf lint
+	rm -rf gen
+	PATH="$(TOOLS):$$PATH" buf generate
+
+## proto-check: fail when the committed gen/ differs from what make proto writes
+proto-check: proto
+	@test -z "$$(git status --porcelain -- gen)" || { git status --short -- gen; echo "gen/ is stale: run make proto and commit it"; exit 1; }
 
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }

@@ -414,6 +414,16 @@ func scenarios(st *stack) []scenario {
 		{"end-to-end", "req/s", func(ctx context.Context, round int) (result, error) {
 			return st.endToEnd(ctx, round)
 		}},
+		// The generic API over Connect JSON; the batch reads the keys the
+		// AddFreq run wrote.
+		{"addfreq", "req/s", func(ctx context.Context, round int) (result, error) {
+			return st.wrk(ctx, "addfreq", st.counterURL, "addfreq", round, true)
+		}},
+		{"getfreq-batch-50", "items/s", func(ctx context.Context, round int) (result, error) {
+			r, err := st.wrk(ctx, "getfreq-batch-50", st.counterURL, "getbatch", round, true)
+			r.rate *= 50
+			return r, err
+		}},
 	}
 }
 

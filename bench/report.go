@@ -96,10 +96,10 @@ func ratioOf(name string) func(r *report) (float64, string) {
 	}
 }
 
-var units = map[string]string{"batch-50": "items/s", "redis-script": "scripts/s"}
+var units = map[string]string{"batch-50": "items/s", "getfreq-batch-50": "items/s", "redis-script": "scripts/s"}
 
 // display is the order of the table's rows.
-var display = []string{"hot-read", "cold-read", "batch-50", "write", "end-to-end", "redis-script", "latency-baseline", "latency-hot", "latency-cold"}
+var display = []string{"hot-read", "cold-read", "batch-50", "write", "end-to-end", "addfreq", "getfreq-batch-50", "redis-script", "latency-baseline", "latency-hot", "latency-cold"}
 
 func (r *report) markdown() string {
 	slices.SortStableFunc(r.order, func(a, b string) int { return slices.Index(display, a) - slices.Index(display, b) })

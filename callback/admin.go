@@ -19,7 +19,7 @@ type campaignBody struct {
 func handleCampaignGet(log *slog.Logger, c *Campaigns) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cid := chi.URLParam(r, "cid")
-		camp, ok, err := c.Get(r.Context(), cid)
+		camp, ok, err := c.Read(r.Context(), cid)
 		switch {
 		case err != nil && ok:
 			// Stored, but not readable (edited by hand): say so rather

@@ -37,9 +37,20 @@ type Campaigns struct {
 
 func campaignKey(cid string) string { return "campaign:{" + cid + "}" }
 
-// Get returns the campaign and whether it exists.
+// Get returns the campaign and whether it exists, through client-side
+// caching: the forwarder looks a campaign up for every notice.
 func (c *Campaigns) Get(ctx context.Context, cid string) (Campaign, bool, error) {
-	m, err := c.rdb.DoCache(ctx, c.rdb.B().Hgetall().Key(campaignKey(cid)).Cache(), c.ttl).AsStrMap()
+	return c.parse(cid, c.rdb.DoCache(ctx, c.rdb.B().Hgetall().Key(campaignKey(cid)).Cache(), c.ttl))
+}
+
+// Read is Get straight from Redis: the admin API reads its own writes,
+// before the cache's invalidation has arrived.
+func (c *Campaigns) Read(ctx context.Context, cid string) (Campaign, bool, error) {
+	return c.parse(cid, c.rdb.Do(ctx, c.rdb.B().Hgetall().Key(campaignKey(cid)).Build()))
+}
+
+func (c *Campaigns) parse(cid string, r rueidis.RedisResult) (Campaign, bool, error) {
+	m, err := r.AsStrMap()
 	if err != nil {
 		return Campaign{}, false, err
 	}

@@ -167,10 +167,11 @@ func TestEndToEnd(t *testing.T) {
 		t.Error("campaign 42 (winLimitHours 3): no hour bucket")
 	}
 	// paceWindowSec goes along for campaigns that have one: the event is
-	// recorded once per eid in the pace ZSet.
-	for range 2 {
-		s.do("GET", pub+"/win?cid=8&device=d1&eid=p1", "")
-	}
+	// recorded once per eid in the pace ZSet. The resend follows once the
+	// first is counted, as an exchange's does.
+	s.do("GET", pub+"/win?cid=8&device=d1&eid=p1", "")
+	s.waitMetric(`freqcap_callback_forwarded_total{result="counted"} 4`, 5*time.Second)
+	s.do("GET", pub+"/win?cid=8&device=d1&eid=p1", "")
 	s.waitKey("freq:{win:device:8:d1}", 1, 5*time.Second)
 	if n, err := s.rc.Do(context.Background(), s.rc.B().Zcard().Key("sfreq:{win:device:8:d1}:600").Build()).AsInt64(); err != nil || n != 1 {
 		t.Errorf("pace ZSet of campaign 8: %d members (%v), want 1", n, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"connectrpc.com/connect"
 	"context"
 	"net/url"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	gojson "github.com/goccy/go-json"
 
+	freqcapv1 "github.com/freqcap/freqcap/gen/freqcap/v1"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
@@ -105,6 +107,46 @@ func BenchmarkDecodeBatch(b *testing.B) {
 			if _, err := p.fromItem(it, strconv.Itoa(i)); err != nil {
 				b.Fatal(err)
 			}
+		}
+	}
+}
+
+func benchFreqControl(b *testing.B) *freqControl {
+	srv := redistest.Start(b)
+	st, s := testStore(b, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=1s")
+	return &freqControl{log: discardLogger(), store: st.Store, lim: newLimits(s), maxBatch: s.MaxBatch, writeTimeout: s.WriteTimeout}
+}
+
+func BenchmarkAddFreq(b *testing.B) {
+	fc := benchFreqControl(b)
+	ctx := context.Background()
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		i++
+		req := connect.NewRequest(&freqcapv1.AddFreqReq{BusinessId: 7, Key: "user:" + strconv.Itoa(i%10000), TimeSpan: 86400})
+		if _, err := fc.AddFreq(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkBatchGetFreq50(b *testing.B) {
+	fc := benchFreqControl(b)
+	ctx := context.Background()
+	req := &freqcapv1.BatchGetFreqReq{}
+	for i := range 50 {
+		key := "user:" + strconv.Itoa(i)
+		if _, err := fc.AddFreq(ctx, connect.NewRequest(&freqcapv1.AddFreqReq{BusinessId: 7, Key: key, TimeSpan: 86400})); err != nil {
+			b.Fatal(err)
+		}
+		req.Requests = append(req.Requests, &freqcapv1.GetFreqReq{BusinessId: 7, Key: key})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		rsp, err := fc.BatchGetFreq(ctx, connect.NewRequest(req))
+		if err != nil || rsp.Msg.Code != 0 || rsp.Msg.Results[49].Freq != 1 {
+			b.Fatal(rsp, err)
 		}
 	}
 }

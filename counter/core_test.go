@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,4 +176,28 @@ func TestItemsEndpoint(t *testing.T) {
 	// Nothing of the refused batches was written.
 	_, m = call(t, "POST", base+"/v1/items", `{"items":[{"scope":{"campaign":"42"},"subject":{"dim":"device","id":"d"},"spec":{"kind":"day","span":1},"hits":0}]}`)
 	expect(t, m, map[string]any{"results.0.count": 1})
+}
+
+// Deliveries of one notice racing each other (two workers, a resend while
+// the first is in flight) count once on every counter.
+func TestRacingDeliveriesOfOneEventCountOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	st, _ := testStore(t, srv, newClock(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)))
+	q := Query{CID: "1", Event: "win", Windows: []int{3}, PaceWindowSec: 600, EID: "race-1", Dims: []Dim{{"device", "d"}, {"bundle", "b"}}}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			q := q
+			if _, err := st.Incr(context.Background(), &q); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	res := st.Read(context.Background(), []Query{q})[0]
+	for j, c := range res.Counts {
+		if res.Err != nil || c.Day != 1 || c.Windows[0] != 1 || c.Pace.Count != 1 {
+			t.Errorf("dim %d after 20 racing deliveries: %+v (err %v), want 1 everywhere", j, c, res.Err)
+		}
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
 	"golang.org/x/time/rate"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	freqcapv1 "github.com/freqcap/freqcap/gen/freqcap/v1"
 	"github.com/freqcap/freqcap/gen/freqcap/v1/freqcapv1connect"
@@ -223,4 +225,27 @@ func (h healthChecker) Check(ctx context.Context, req *grpchealth.CheckRequest) 
 		return &grpchealth.CheckResponse{Status: grpchealth.StatusNotServing}, nil
 	}
 	return &grpchealth.CheckResponse{Status: grpchealth.StatusServing}, nil
+}
+
+// protoJSON is the Connect JSON codec with the seed's field names
+// (business_id, time_span) and every field present, zeros included, so a
+// JSON caller reads "code": 0 and "freq": 0 rather than nothing.
+type protoJSON struct{}
+
+func (protoJSON) Name() string { return "json" }
+
+func (protoJSON) Marshal(v any) ([]byte, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("%T is not a proto message", v)
+	}
+	return protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}.Marshal(m)
+}
+
+func (protoJSON) Unmarshal(b []byte, v any) error {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return fmt.Errorf("%T is not a proto message", v)
+	}
+	return protojson.Unmarshal(b, m)
 }

@@ -23,7 +23,7 @@ func addRoutes(r chi.Router, d deps) {
 	r.Method(http.MethodPost, "/v1/freq/batch", m.Route("/v1/freq/batch", handleFreqBatch(d.log, d.parser, d.seed000, d.degrader, d.settings.MaxBatch)))
 	r.Method(http.MethodPost, "/v1/pace", m.Route("/v1/pace", handlePace(d.log, d.parser, d.seed000, d.settings.WriteTimeout)))
 	r.Method(http.MethodPost, "/v1/items", m.Route("/v1/items", handleItems(d.log, d.limits, d.store, d.degrader, d.settings.MaxBatch, d.settings.WriteTimeout)))
-	rpc, fc := freqcapv1connect.NewFrequencyControlHandler(d.freqControl, connect.WithReadMaxBytes(maxBatchBody))
+	rpc, fc := freqcapv1connect.NewFrequencyControlHandler(d.freqControl, connect.WithReadMaxBytes(maxBatchBody), connect.WithCodec(protoJSON{}))
 	r.Handle(rpc+"*", m.Route(rpc, fc))
 	reflector := grpcreflect.NewStaticReflector(freqcapv1connect.FrequencyControlName, grpchealth.HealthV1ServiceName)
 	r.Handle(mountRPC(grpcreflect.NewHandlerV1(reflector)))

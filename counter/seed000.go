@@ -130,23 +130,40 @@ func (v seed000) Incr(ctx context.Context, q *Query) (Result, error) {
 		// One member for every dimension's window, as with an eid.
 		q.EID = ids.Random("r-")
 	}
-	its, refs := q.items(nil, nil, 0, true)
+	its, refs := q.items(make([]counting.Item, 0, q.size()), make([]ref, 0, q.size()), 0, true)
 	got := v.Write(ctx, its)
 	res := newResults([]Query{*q})
+	res[0].Duplicate = true
 	for k, r := range refs {
 		if got[k].Code != apierr.OK {
 			return Result{}, &apierr.Error{Code: apierr.Unavailable, Msg: got[k].Msg}
 		}
 		fill(res, r, &got[k])
-		res[0].Duplicate = res[0].Duplicate || got[k].Duplicate
+		// A duplicate is a write that counted nothing new: every counter
+		// had seen the eid. Each counter is idempotent on its own, so two
+		// deliveries racing each other still count once per counter.
+		res[0].Duplicate = res[0].Duplicate && got[k].Duplicate
 	}
 	return res[0], nil
 }
 
+// size is how many items q becomes.
+func (q *Query) size() int {
+	n := 1 + len(q.Windows)
+	if q.PaceWindowSec > 0 {
+		n++
+	}
+	return n * len(q.Dims)
+}
+
 // Read answers every query in one store read.
 func (v seed000) Read(ctx context.Context, qs []Query) []Result {
-	var its []counting.Item
-	var refs []ref
+	n := 0
+	for i := range qs {
+		n += qs[i].size()
+	}
+	its := make([]counting.Item, 0, n)
+	refs := make([]ref, 0, n)
 	for i := range qs {
 		its, refs = qs[i].items(its, refs, i, false)
 	}

@@ -5,6 +5,8 @@
 --   write  POST /v1/incr for a random device + hot bundle and tagid, with an eid
 --   batch  POST /v1/freq/batch: 50 candidate campaigns for one random device
 --   win    GET  /win on callback for a random device, counted on tagid e2e too
+--   addfreq   POST FrequencyControl/AddFreq (Connect JSON) for a random user key
+--   getbatch  POST FrequencyControl/BatchGetFreq: 50 random user keys
 local mode = os.getenv("MODE") or "cold"
 local fill = tonumber(os.getenv("FILL") or "1000000")
 local run = os.getenv("RUN") or "0"
@@ -44,6 +46,15 @@ request = function()
       items[c] = '{"cid":"c' .. c .. '","dims":{"device":"' .. d .. '"},"windowHours":[3]}'
     end
     return wrk.format("POST", "/v1/freq/batch", {["Content-Type"] = "application/json"}, batch_head .. table.concat(items, ",") .. "]}")
+  elseif mode == "addfreq" then
+    local body = '{"business_id":7,"key":"user:' .. math.random(0, fill - 1) .. '","time_span":86400,"time_unit":"TIME_UNIT_SEC"}'
+    return wrk.format("POST", "/freqcap.v1.FrequencyControl/AddFreq", {["Content-Type"] = "application/json"}, body)
+  elseif mode == "getbatch" then
+    local reqs = {}
+    for c = 1, 50 do
+      reqs[c] = '{"business_id":7,"key":"user:' .. math.random(0, fill - 1) .. '"}'
+    end
+    return wrk.format("POST", "/freqcap.v1.FrequencyControl/BatchGetFreq", {["Content-Type"] = "application/json"}, '{"requests":[' .. table.concat(reqs, ",") .. "]}")
   elseif mode == "win" then
     return wrk.format("GET", "/win?cid=42&device=" .. device() .. "&tagid=e2e&eid=" .. eid())
   end

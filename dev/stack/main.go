@@ -87,6 +87,9 @@ freqcap is up: callback on :8080 (admin :9080), counter on :8081; campaigns from
   curl -s -XPOST 'http://127.0.0.1:8081/v1/incr?cid=45&device=abc&windowHours=2'
   curl -s http://127.0.0.1:9080/metrics | grep freqcap_callback_
 
+  # the generic frequency-control API (seed 002), Connect JSON
+  curl -s -H 'Content-Type: application/json' -d '{"business_id":7,"key":"user:1","time_span":60,"time_unit":"TIME_UNIT_SEC"}' http://127.0.0.1:8081/freqcap.v1.FrequencyControl/AddFreq
+
 Ctrl-C stops everything.
 `)
 	<-ctx.Done()
