@@ -12,6 +12,7 @@ import (
 //
 //	campaign  <event>:<dim>:<cid>:<id>
 //	business  b:<business id>:<key>
+//	limiter   p:<policy>:<key>
 //
 // Ids and keys are escaped (% : { } as %25 %3A %7B %7D): a tag holds no '}'
 // (so the hash tag is the whole tag), its parts no ':', and two different
@@ -45,6 +46,9 @@ func escape(s string) string {
 // tagged returns prefix + "{" + tag + "}" for the item's counter, built
 // with one allocation: reads build keys for every item of a batch.
 func tagged(prefix string, it *counting.Item) string {
+	if it.Scope.Policy != "" {
+		return prefix + "{p:" + it.Scope.Policy + ":" + escape(it.Subject.ID) + "}"
+	}
 	if it.Scope.Business != 0 {
 		return prefix + "{b:" + strconv.FormatUint(uint64(it.Scope.Business), 10) + ":" + escape(it.Subject.ID) + "}"
 	}

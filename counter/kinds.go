@@ -33,6 +33,13 @@ var kinds = map[counting.Kind]kind{
 	counting.Seconds: windowKind{unit: counting.Seconds},
 	counting.Hours:   hoursKind{},
 	counting.Sliding: slidingKind{},
+
+	counting.FixedWindow:   fixedWindow,
+	counting.SlidingLog:    slidingLog,
+	counting.SlidingWindow: slidingWindow,
+	counting.LeakyBucket:   leakyBucket,
+	counting.TokenBucket:   tokenBucket,
+	counting.GCRA:          gcra,
 }
 
 // env is what kinds build commands from for one store call: the instant,

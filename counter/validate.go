@@ -29,7 +29,21 @@ func newLimits(s Settings) *limits {
 // prefixes the field names of errors (e.g. "items[3].").
 func (l *limits) checkItem(it *counting.Item, write bool, field string) error {
 	sc := &it.Scope
+	if k, ok := kinds[it.Spec.Kind].(limiterKind); ok {
+		if err := limiterScope(it, field); err != nil {
+			return err
+		}
+		switch {
+		case !write:
+			return apierr.Invalid("%sspec.kind: %s", field, errLimiterRead)
+		case it.Hits < 0 || it.Hits > l.maxHits:
+			return apierr.Invalid("%scost must be between 0 and %d", field, l.maxHits)
+		}
+		return k.check(it, l, field)
+	}
 	switch {
+	case sc.Policy != "":
+		return apierr.Invalid("%sscope.policy is for rate limiter kinds", field)
 	case sc.Campaign != "" && sc.Business != 0:
 		return apierr.Invalid("%sscope: give campaign or business, not both", field)
 	case sc.Campaign != "":

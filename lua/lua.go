@@ -26,3 +26,27 @@ var Sliding string
 //
 //go:embed unpace.lua
 var Unpace string
+
+// Limit checks a hit against one or more rate limits (seed 004) all or
+// nothing: limit.lua with every kind's function before it. A kind is one
+// file defining kinds.<name>; see limit.lua for the contract.
+var Limit = "local kinds = {}\n" +
+	fixedWindow + slidingLog + slidingWindow + leakyBucket + tokenBucket + gcra +
+	limit
+
+var (
+	//go:embed limit.lua
+	limit string
+	//go:embed fixed_window.lua
+	fixedWindow string
+	//go:embed sliding_log.lua
+	slidingLog string
+	//go:embed sliding_window.lua
+	slidingWindow string
+	//go:embed leaky_bucket.lua
+	leakyBucket string
+	//go:embed token_bucket.lua
+	tokenBucket string
+	//go:embed gcra.lua
+	gcra string
+)

@@ -27,10 +27,38 @@ const (
 	// window holds fewer than Limit events and the newest is at least
 	// MinGapSec old; without one, every hit is recorded.
 	Sliding Kind = "sliding"
+
+	// The rate limiters (seed 004). Each decides a hit of Hits (the cost;
+	// 0 peeks without consuming) against Limit per PeriodMs, atomically in
+	// one script; a refused hit never consumes.
+
+	// FixedWindow admits Limit per period, windows aligned to the epoch: a
+	// burst of 2*Limit across a window edge is possible, as the seed says.
+	FixedWindow Kind = "fixed_window"
+	// SlidingLog is exact: one member per admitted unit of cost in the last
+	// period (the seed's list of timestamps).
+	SlidingLog Kind = "sliding_log"
+	// SlidingWindow approximates the log from the current and the previous
+	// fixed window, the previous weighted by how much of it the sliding
+	// period still covers.
+	SlidingWindow Kind = "sliding_window"
+	// LeakyBucket is a queue leaving at Limit per period: a hit is admitted
+	// with the DelayMs it must wait for its turn, or refused when Capacity
+	// units are already queued.
+	LeakyBucket Kind = "leaky_bucket"
+	// TokenBucket is Guava's RateLimiter, computed lazily: Burst permits
+	// stored at most, refilled at Limit per period on access. A hit may
+	// take more than is stored (the next caller waits). Without Acquire it
+	// is refused while an earlier hit's wait is still running.
+	TokenBucket Kind = "token_bucket"
+	// GCRA is the generic cell rate algorithm (redis-cell, redis_rate):
+	// Limit per period with Burst admitted at once.
+	GCRA Kind = "gcra"
 )
 
-// Scope is whom a counter belongs to: a campaign's event (seed 000) or a
-// business (seed 002). Exactly one of Campaign and Business is set.
+// Scope is whom a counter belongs to: a campaign's event (seed 000), a
+// business (seed 002) or a rate-limit policy (seed 004). Exactly one of
+// Campaign, Business and Policy is set.
 type Scope struct {
 	// Campaign is a campaign (line item, ...) id: 1-64 of [A-Za-z0-9._-].
 	Campaign string `json:"campaign,omitempty"`
@@ -39,6 +67,9 @@ type Scope struct {
 	Event string `json:"event,omitempty"`
 	// Business is a seed-002 business id, > 0.
 	Business uint32 `json:"business,omitempty"`
+	// Policy is a rate limiter's policy name (seed 004); with a limiter
+	// kind only, and then the only field set.
+	Policy string `json:"policy,omitempty"`
 }
 
 // Subject is what is counted within a scope.
@@ -64,6 +95,25 @@ type Spec struct {
 	// MinGapSec is the shortest time between two admitted events of a
 	// Sliding window with a Limit; 0 is none.
 	MinGapSec int64 `json:"minGapSec,omitempty"`
+	// PeriodMs is a rate limiter's period: Limit per PeriodMs.
+	PeriodMs int64 `json:"periodMs,omitempty"`
+	// Burst is how many a TokenBucket stores or GCRA admits at once;
+	// 0 means Limit.
+	Burst int64 `json:"burst,omitempty"`
+	// Capacity is how many units a LeakyBucket queues; 0 means Limit.
+	Capacity int64 `json:"capacity,omitempty"`
+	// Acquire makes a TokenBucket reserve and answer DelayMs instead of
+	// refusing while an earlier wait runs.
+	Acquire bool `json:"acquire,omitempty"`
+	// Shadow makes a limiter allow every hit while it reports (Shadowed)
+	// what enforcing would have done; a hit enforcing would refuse
+	// consumes nothing.
+	Shadow bool `json:"shadow,omitempty"`
+	// Also holds further limits on the same key, decided with this one all
+	// or nothing ("10 per second and 1,000 per hour"): a hit consumes only
+	// when every limit admits it. Rate limiters only; their Shadow is the
+	// outer spec's.
+	Also []Spec `json:"also,omitempty"`
 }
 
 // Item is one counter and what to do with it: Hits > 0 counts, 0 reads.
@@ -84,7 +134,7 @@ type Reason string
 
 // Reasons of a refusal.
 const (
-	OverLimit Reason = "over_limit" // the window holds Limit events
+	OverLimit Reason = "over_limit" // the window holds Limit events, or a limiter is spent
 	TooSoon   Reason = "too_soon"   // the newest event is younger than MinGapSec
 )
 
@@ -113,6 +163,31 @@ type Result struct {
 	// Degraded is set on a read that Redis could not serve in time: the
 	// counts are 0 and Code says why (fail open is the caller's decision).
 	Degraded bool `json:"degraded"`
+	// Remaining is what a rate limiter would still admit now.
+	Remaining int64 `json:"remaining,omitempty"`
+	// RetryAfterMs is, for a refused hit, when the same hit would be
+	// admitted (-1: never, its cost is above what the limiter holds); 0
+	// when admitted.
+	RetryAfterMs int64 `json:"retryAfterMs,omitempty"`
+	// ResetAfterMs is when the limiter is back to its full allowance.
+	ResetAfterMs int64 `json:"resetAfterMs,omitempty"`
+	// DelayMs is how long an admitted hit of a shaping kind (LeakyBucket,
+	// TokenBucket with Acquire) must wait for its turn.
+	DelayMs int64 `json:"delayMs,omitempty"`
+	// Shadowed is set in shadow mode when enforcing would have refused.
+	Shadowed bool `json:"shadowed,omitempty"`
+	// Limits is each limit's own answer, in the order of Spec and then
+	// Spec.Also, when there are several; the fields above combine them.
+	Limits []Decision `json:"limits,omitempty"`
+}
+
+// Decision is one rate limit's answer to a hit.
+type Decision struct {
+	Allowed      bool  `json:"allowed"`
+	Remaining    int64 `json:"remaining"`
+	RetryAfterMs int64 `json:"retryAfterMs"`
+	ResetAfterMs int64 `json:"resetAfterMs"`
+	DelayMs      int64 `json:"delayMs"`
 }
 
 // Request is a batch of items: all reads or all writes.

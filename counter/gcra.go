@@ -1,0 +1,10 @@
+package main
+
+import "github.com/freqcap/freqcap/shared/counting"
+
+// gcra: the generic cell rate algorithm, Burst admitted at once (Limit
+// when 0).
+var gcra = limiterKind{
+	name:  counting.GCRA,
+	param: func(s *counting.Spec) int64 { return burstOrLimit(s.Burst, s.Limit) },
+}

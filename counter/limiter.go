@@ -1,0 +1,225 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/rueidis"
+
+	"github.com/freqcap/freqcap/lua"
+	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/ids"
+)
+
+// limiterKind is what the rate limiters (seed 004) share: validation, the
+// key rl:{p:<policy>:<key>}:<kind>:<limit>:<periodMs>[:<param>][<suffix>],
+// one script for a check against all the item's limits (lua/limit.lua with
+// every kind's function), and the decoding of its answer. Each kind's own
+// file gives its name, its parameter and its own argument.
+//
+// The clock is the counter's, as for every kind: tests inject it, natural
+// days are computed in COUNTER_TIMEZONE, and counter instances kept in step
+// by NTP differ by milliseconds, which keys absorb by living limitGraceMs
+// past the instant they stop mattering. Redis's TIME would give each
+// Cluster shard and each failover its own clock, and cannot place a
+// natural day.
+type limiterKind struct {
+	name counting.Kind
+	// param is the kind's parameter (burst, capacity), 0 when none; it is
+	// part of the key.
+	param func(s *counting.Spec) int64
+	// own is the kind's key suffix and its own script argument.
+	own func(s *counting.Spec, e *env) (suffix, x string)
+}
+
+var limitScript = rueidis.NewLuaScript(lua.Limit)
+
+const (
+	// maxPeriodMs bounds a limiter's period: 30 days.
+	maxPeriodMs = 30 * 24 * 3600 * 1000
+	// maxLimits bounds the limits of one check.
+	maxLimits = 8
+	// maxLogLimit bounds a sliding log's limit: it keeps one member per
+	// admitted unit.
+	maxLogLimit = 10_000
+	// limitGraceMs is how long a limiter's key outlives its last use.
+	limitGraceMs = 1000
+)
+
+func (k limiterKind) check(it *counting.Item, lim *limits, field string) error {
+	if len(it.Spec.Also)+1 > maxLimits {
+		return apierr.Invalid("%slimits: at most %d", field, maxLimits)
+	}
+	seen := map[string]bool{}
+	for i, s := range specs(it) {
+		f := field
+		if i > 0 {
+			f = fmt.Sprintf("%slimits[%d].", field, i)
+			lk, ok := kinds[s.Kind].(limiterKind)
+			if !ok {
+				return apierr.Invalid("%salgorithm: %q is not a rate limiter", f, s.Kind)
+			}
+			if len(s.Also) > 0 || s.Shadow {
+				return apierr.Invalid("%slimits: a limit holds no limits or mode of its own", f)
+			}
+			k = lk
+		}
+		if err := k.checkSpec(s, lim, f); err != nil {
+			return err
+		}
+		key := k.key(it, s, "")
+		if seen[key] {
+			return apierr.Invalid("%slimits: the same limit twice", f)
+		}
+		seen[key] = true
+	}
+	if it.EventID != "" {
+		return apierr.Invalid("%seventId is not for rate limiters", field)
+	}
+	return nil
+}
+
+func (k limiterKind) checkSpec(s *counting.Spec, lim *limits, field string) error {
+	shaping := k.name == counting.LeakyBucket || k.name == counting.TokenBucket || k.name == counting.GCRA
+	switch {
+	case s.Limit < 1 || s.Limit > lim.maxLimit:
+		return apierr.Invalid("%slimit must be between 1 and %d", field, lim.maxLimit)
+	case k.name == counting.SlidingLog && s.Limit > maxLogLimit:
+		return apierr.Invalid("%slimit of a sliding_log must be at most %d (one member per admitted unit)", field, maxLogLimit)
+	case s.PeriodMs < 1 || s.PeriodMs > maxPeriodMs:
+		return apierr.Invalid("%speriod must be between 1ms and 720h", field)
+	case s.Burst < 0 || s.Burst > lim.maxLimit:
+		return apierr.Invalid("%sburst must be between 0 and %d", field, lim.maxLimit)
+	case s.Capacity < 0 || s.Capacity > lim.maxLimit:
+		return apierr.Invalid("%scapacity must be between 0 and %d", field, lim.maxLimit)
+	case s.Burst > 0 && k.name != counting.TokenBucket && k.name != counting.GCRA:
+		return apierr.Invalid("%sburst is for token_bucket and gcra", field)
+	case s.Capacity > 0 && k.name != counting.LeakyBucket:
+		return apierr.Invalid("%scapacity is for leaky_bucket", field)
+	case s.Acquire && k.name != counting.TokenBucket:
+		return apierr.Invalid("%sacquire is for token_bucket", field)
+	case s.Span != 0 || s.MinGapSec != 0:
+		return apierr.Invalid("%sspan and minGapSec are not for rate limiters", field)
+	case shaping && s.PeriodMs*1000 < s.Limit:
+		return apierr.Invalid("%slimit per period must leave at least 1us between two units", field)
+	}
+	return nil
+}
+
+// limiterScope checks the scope and subject of a limiter item.
+func limiterScope(it *counting.Item, field string) error {
+	switch {
+	case it.Scope.Campaign != "" || it.Scope.Business != 0 || it.Scope.Event != "" || it.Subject.Dim != "":
+		return apierr.Invalid("%sscope: a rate limiter takes a policy and a key only", field)
+	case !ids.ValidCID(it.Scope.Policy):
+		return apierr.Invalid("%spolicy must be %s", field, ids.CIDRule)
+	case !ids.ValidKey(it.Subject.ID):
+		return apierr.Invalid("%skey must be %s", field, ids.KeyRule)
+	}
+	return nil
+}
+
+// specs is the item's limits: its spec, then Spec.Also.
+func specs(it *counting.Item) []*counting.Spec {
+	out := make([]*counting.Spec, 0, 1+len(it.Spec.Also))
+	out = append(out, &it.Spec)
+	for i := range it.Spec.Also {
+		out = append(out, &it.Spec.Also[i])
+	}
+	return out
+}
+
+func (k limiterKind) key(it *counting.Item, s *counting.Spec, suffix string) string {
+	key := tagged("rl:", it) + ":" + string(k.name) + ":" + strconv.FormatInt(s.Limit, 10) + ":" + strconv.FormatInt(s.PeriodMs, 10)
+	if k.param != nil {
+		key += ":" + strconv.FormatInt(k.param(s), 10)
+	}
+	return key + suffix
+}
+
+func (limiterKind) write(it *counting.Item, e *env) (*rueidis.Lua, []string, []string) {
+	ss := specs(it)
+	keys := make([]string, 0, len(ss))
+	args := make([]string, 0, 3+5*len(ss))
+	args = append(args, strconv.FormatInt(e.now.UnixMilli(), 10), strconv.FormatInt(it.Hits, 10), strconv.Itoa(limitGraceMs))
+	for _, s := range ss {
+		k := kinds[s.Kind].(limiterKind)
+		var suffix, x string
+		if k.own != nil {
+			suffix, x = k.own(s, e)
+		}
+		var param int64
+		if k.param != nil {
+			param = k.param(s)
+		}
+		keys = append(keys, k.key(it, s, suffix))
+		args = append(args, string(k.name), strconv.FormatInt(s.Limit, 10), strconv.FormatInt(s.PeriodMs, 10), strconv.FormatInt(param, 10), x)
+	}
+	return limitScript, keys, args
+}
+
+// usToMs rounds microseconds up to milliseconds; -1 (never) stays.
+func usToMs(us int64) int64 {
+	if us < 0 {
+		return -1
+	}
+	return (us + 999) / 1000
+}
+
+// wrote combines the limits' answers: admitted when all admit; then the
+// smallest remaining, the longest delay and reset; refused, the longest
+// retry (-1 when any limit can never admit the cost). Each limit only
+// gains room as time passes, so after the longest retry all admit.
+func (limiterKind) wrote(it *counting.Item, _ *env, v []int64, r *counting.Result) error {
+	n := 1 + len(it.Spec.Also)
+	if len(v) != 1+5*n {
+		return fmt.Errorf("limit script returned %d values for %d limits", len(v), n)
+	}
+	r.Allowed = v[0] == 1
+	ds := make([]counting.Decision, n)
+	for i := range ds {
+		a := v[1+5*i:]
+		d := counting.Decision{Allowed: a[0] == 1, Remaining: max(a[1], 0), RetryAfterMs: usToMs(a[2]), ResetAfterMs: usToMs(a[3]), DelayMs: usToMs(a[4])}
+		ds[i] = d
+		if i == 0 || d.Remaining < r.Remaining {
+			r.Remaining = d.Remaining
+		}
+		r.ResetAfterMs, r.DelayMs = max(r.ResetAfterMs, d.ResetAfterMs), max(r.DelayMs, d.DelayMs)
+		switch {
+		case d.Allowed:
+		case d.RetryAfterMs < 0 || r.RetryAfterMs < 0:
+			r.RetryAfterMs = -1
+		default:
+			r.RetryAfterMs = max(r.RetryAfterMs, d.RetryAfterMs)
+		}
+	}
+	if n > 1 {
+		r.Limits = ds
+	}
+	if !r.Allowed {
+		r.Reason = counting.OverLimit
+		r.DelayMs = 0
+		if it.Spec.Shadow {
+			r.Allowed, r.Shadowed = true, true
+		}
+	}
+	return nil
+}
+
+var errLimiterRead = errors.New("rate limiters are checked, not read: peek with cost 0")
+
+func (limiterKind) read(*counting.Item, *env) ([]rueidis.Cacheable, bool) { return nil, false }
+
+func (limiterKind) got(*counting.Item, *env, []rueidis.RedisResult, *counting.Result) error {
+	return errLimiterRead
+}
+
+// burstOrLimit is a burst or capacity, Limit when 0.
+func burstOrLimit(v, limit int64) int64 {
+	if v > 0 {
+		return v
+	}
+	return limit
+}

@@ -1,0 +1,15 @@
+package main
+
+import (
+	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/ids"
+)
+
+// slidingLog: exact, one ZSet member per admitted unit of cost in the last
+// period (the seed's list of timestamps); members are a random id per hit.
+var slidingLog = limiterKind{
+	name: counting.SlidingLog,
+	own: func(*counting.Spec, *env) (string, string) {
+		return "", ids.Random("")
+	},
+}

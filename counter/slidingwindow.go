@@ -1,0 +1,7 @@
+package main
+
+import "github.com/freqcap/freqcap/shared/counting"
+
+// slidingWindow: the sliding window counter, a Hash of the current and the
+// previous fixed window's counts.
+var slidingWindow = limiterKind{name: counting.SlidingWindow}

@@ -1,0 +1,17 @@
+package main
+
+import "github.com/freqcap/freqcap/shared/counting"
+
+// tokenBucket: Guava's RateLimiter, lazily refilled, Burst permits stored
+// at most (Limit when 0); Acquire reserves and answers the delay,
+// tryAcquire refuses while a wait runs.
+var tokenBucket = limiterKind{
+	name:  counting.TokenBucket,
+	param: func(s *counting.Spec) int64 { return burstOrLimit(s.Burst, s.Limit) },
+	own: func(s *counting.Spec, _ *env) (string, string) {
+		if s.Acquire {
+			return "", "1"
+		}
+		return "", "0"
+	},
+}

@@ -1,0 +1,38 @@
+-- limit.lua: one rate-limit check (seed 004) against one or more limits on
+-- keys of one hash tag, all or nothing: the hit is admitted when every
+-- limit admits it, and only then does any of them consume. The kinds'
+-- functions (kinds.<name>, one file each) are prepended to this script;
+-- each answers a hit without writing and returns the write to do when it
+-- admits.
+--
+-- KEYS[i] the key of limit i
+-- ARGV[1] now, unix ms
+-- ARGV[2] cost (0 = peek)
+-- ARGV[3] grace, ms: keys live this long past the instant they stop
+--         mattering, for counter instances whose clocks lag
+-- ARGV[4+5(i-1) ..] limit i: kind, limit, period ms, param (burst,
+--         capacity; 0 when none), x (the kind's own argument)
+--
+-- Returns {allowed, then for each limit: allowed, remaining, retryAfterUs
+-- (-1: never, the cost is above what it holds), resetAfterUs, delayUs}.
+-- When one limit refuses, the others answer as a peek (cost 0) would.
+local now, cost, grace = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local answers, writes, all = {}, {}, 1
+for i = 1, #KEYS do
+  local a = 3 + (i - 1) * 5
+  local r, w = kinds[ARGV[a + 1]](KEYS[i], now, cost, tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), ARGV[a + 5], grace)
+  answers[i], writes[i] = r, w
+  if r[1] == 0 then all = 0 end
+end
+local out = {all}
+for i = 1, #KEYS do
+  local r = answers[i]
+  if all == 1 then
+    if writes[i] then writes[i]() end
+  elseif r[1] == 1 then
+    local a = 3 + (i - 1) * 5
+    r = kinds[ARGV[a + 1]](KEYS[i], now, 0, tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), ARGV[a + 5], grace)
+  end
+  for j = 1, 5 do out[#out + 1] = r[j] end
+end
+return out
