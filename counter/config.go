@@ -30,6 +30,7 @@ type Config struct {
 	DedupeTTL        time.Duration `env:"COUNTER_DEDUPE_TTL" envDefault:"10m"`
 	FlushDelay       time.Duration `env:"COUNTER_REDIS_FLUSH_DELAY" envDefault:"50us"`
 	ShutdownTimeout  time.Duration `env:"COUNTER_SHUTDOWN_TIMEOUT" envDefault:"10s"`
+	LimitsFile       string        `env:"COUNTER_LIMITS_FILE"`
 	Log              logging.Settings
 }
 
@@ -41,6 +42,8 @@ type Settings struct {
 	Dimensions []string
 	Cached     map[string]bool
 	Events     []string
+	// Policies are the named rate-limit policies of COUNTER_LIMITS_FILE.
+	Policies map[string]*policy
 }
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
@@ -102,6 +105,9 @@ func loadSettings(environ []string) (Settings, error) {
 		return s, fmt.Errorf("COUNTER_REDIS_FLUSH_DELAY: must be between 0 and 1ms, got %s", cfg.FlushDelay)
 	case cfg.DedupeTTL <= 0:
 		return s, fmt.Errorf("COUNTER_DEDUPE_TTL: must be positive, got %s", cfg.DedupeTTL)
+	}
+	if s.Policies, err = loadPolicies(cfg.LimitsFile, newLimits(s)); err != nil {
+		return s, fmt.Errorf("COUNTER_LIMITS_FILE: %w", err)
 	}
 	return s, nil
 }

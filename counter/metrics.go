@@ -10,6 +10,7 @@ type metrics struct {
 	cacheMisses   prometheus.Counter
 	redisErrors   *prometheus.CounterVec
 	duplicates    prometheus.Counter
+	limitChecks   *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -34,7 +35,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "freqcap_counter_duplicate_events_total",
 			Help: "Increments skipped because their event id was already counted.",
 		}),
+		limitChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "freqcap_counter_limit_checks_total",
+			Help: "Rate-limit checks by policy (inline for inline rules) and outcome: allowed, refused, shadowed (shadow mode admitted what enforcing would refuse), degraded (Redis failed, admitted).",
+		}, []string{"policy", "outcome"}),
 	}
-	reg.MustRegister(m.degradedReads, m.cacheHits, m.cacheMisses, m.redisErrors, m.duplicates)
+	reg.MustRegister(m.degradedReads, m.cacheHits, m.cacheMisses, m.redisErrors, m.duplicates, m.limitChecks)
 	return m
 }

@@ -20,6 +20,7 @@ type deps struct {
 	seed000     seed000
 	limits      *limits
 	freqControl *freqControl
+	limiter     *limiter
 	degrader    *degrader
 	gatherer    prometheus.Gatherer
 	httpMetrics *httpmetrics.Metrics
@@ -37,6 +38,7 @@ func NewServer(log *slog.Logger, s Settings, store *Store, reg *prometheus.Regis
 		limits:      lim,
 		freqControl: &freqControl{log: log, store: store, lim: lim, maxBatch: s.MaxBatch, writeTimeout: s.WriteTimeout},
 		degrader:    &degrader{log: log, metrics: store.metrics},
+		limiter:     &limiter{log: log, store: store, lim: lim, policies: s.Policies, timeout: s.ReadTimeout, metrics: store.metrics},
 		gatherer:    reg,
 		httpMetrics: httpmetrics.New(reg, "counter"),
 	}

@@ -44,7 +44,7 @@ func run(ctx context.Context, out io.Writer) error {
 	defer stopRedis()
 
 	services := []service{
-		{name: "counter", health: "http://127.0.0.1:8081/healthz", env: []string{"COUNTER_ADDR=127.0.0.1:8081", "REDIS_URL=" + redisURL}},
+		{name: "counter", health: "http://127.0.0.1:8081/healthz", env: []string{"COUNTER_ADDR=127.0.0.1:8081", "REDIS_URL=" + redisURL, "COUNTER_LIMITS_FILE=dev/limits.yaml"}},
 		{name: "callback", health: "http://127.0.0.1:9080/healthz", env: []string{
 			"CALLBACK_ADDR=127.0.0.1:8080", "CALLBACK_ADMIN_ADDR=127.0.0.1:9080", "COUNTER_URL=http://127.0.0.1:8081",
 			"REDIS_URL=" + redisURL, "CALLBACK_CAMPAIGNS_FILE=dev/campaigns.json"}},
@@ -89,6 +89,10 @@ freqcap is up: callback on :8080 (admin :9080), counter on :8081; campaigns from
 
   # the generic frequency-control API (seed 002), Connect JSON
   curl -s -H 'Content-Type: application/json' -d '{"business_id":7,"key":"user:1","time_span":60,"time_unit":"TIME_UNIT_SEC"}' http://127.0.0.1:8081/freqcap.v1.FrequencyControl/AddFreq
+
+  # rate limiting (seed 004): inline, and a named policy of dev/limits.yaml through the gate
+  curl -si -XPOST http://127.0.0.1:8081/v1/limit -d '{"key":"user:1","algorithm":"fixed_window","limit":3,"period":"1m","cost":1}'
+  curl -si 'http://127.0.0.1:8081/v1/limit/gate?policy=login&key=alice'
 
 Ctrl-C stops everything.
 `)

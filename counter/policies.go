@@ -1,0 +1,200 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/ids"
+)
+
+// inline is the policy name of checks that give their rule inline.
+const inline = "inline"
+
+// policy is a set of limits checked together: a named one from
+// COUNTER_LIMITS_FILE, or an inline one built for one check.
+type policy struct {
+	name   string
+	specs  []counting.Spec // the first, then the ones decided with it
+	shadow bool
+	// header is the RateLimit-Policy field value.
+	header string
+}
+
+// loadPolicies reads a policy file (YAML or JSON; YAML is read as JSON is)
+// and checks every policy as a check would; "" is none.
+func loadPolicies(path string, lim *limits) (map[string]*policy, error) {
+	out := map[string]*policy{}
+	if path == "" {
+		return out, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f counting.PolicyFile
+	if err := yaml.UnmarshalStrict(b, &f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for i, p := range f.Policies {
+		field := fmt.Sprintf("policies[%d].", i)
+		switch {
+		case !ids.ValidCID(p.Name) || p.Name == inline:
+			return nil, fmt.Errorf("%s: %sname must be %s, and not %q", path, field, ids.CIDRule, inline)
+		case out[p.Name] != nil:
+			return nil, fmt.Errorf("%s: %sname %q twice", path, field, p.Name)
+		}
+		pol, err := newPolicy(p.Name, p.Rule, p.Limits, p.Mode, lim, field)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out[p.Name] = pol
+	}
+	return out, nil
+}
+
+// newPolicy checks a rule (or several) and turns it into specs.
+func newPolicy(name string, rule counting.Rule, rules []counting.Rule, mode string, lim *limits, field string) (*policy, error) {
+	p := &policy{name: name}
+	switch mode {
+	case "", counting.Enforce:
+	case counting.Shadow:
+		p.shadow = true
+	default:
+		return nil, apierr.Invalid("%smode must be %q or %q", field, counting.Enforce, counting.Shadow)
+	}
+	listed := len(rules) > 0
+	switch {
+	case listed && rule != (counting.Rule{}):
+		return nil, apierr.Invalid("%slimits: give one rule inline or limits, not both", field)
+	case !listed:
+		rules = []counting.Rule{rule}
+	}
+	if len(rules) > maxLimits {
+		return nil, apierr.Invalid("%slimits: at most %d", field, maxLimits)
+	}
+	p.specs = make([]counting.Spec, len(rules))
+	for i, r := range rules {
+		f := field
+		if listed {
+			f = fmt.Sprintf("%slimits[%d].", field, i)
+		}
+		s, err := specOf(r, f)
+		if err != nil {
+			return nil, err
+		}
+		if err := kinds[s.Kind].(limiterKind).checkSpec(&s, lim, f); err != nil {
+			return nil, err
+		}
+		p.specs[i] = s
+	}
+	it := p.item("k", 1)
+	if err := lim.checkItem(&it, true, field); err != nil {
+		return nil, err
+	}
+	names := make([]string, len(p.specs))
+	for i, s := range p.specs {
+		names[i] = fmt.Sprintf("%s;q=%d;w=%d", strconv.Quote(p.limitName(i)), s.Limit, ceilDiv(s.PeriodMs, 1000))
+	}
+	p.header = strings.Join(names, ", ")
+	return p, nil
+}
+
+// specOf is a rule's spec.
+func specOf(r counting.Rule, field string) (counting.Spec, error) {
+	if _, ok := kinds[r.Algorithm].(limiterKind); !ok {
+		return counting.Spec{}, apierr.Invalid("%salgorithm must be one of fixed_window, sliding_log, sliding_window, leaky_bucket, token_bucket, gcra; got %q", field, r.Algorithm)
+	}
+	d, err := time.ParseDuration(r.Period)
+	switch {
+	case err != nil:
+		return counting.Spec{}, apierr.Invalid("%speriod must be a duration such as \"1s\", \"1m\", \"24h\": %q", field, r.Period)
+	case d < time.Millisecond || d > maxPeriodMs*time.Millisecond || d%time.Millisecond != 0:
+		return counting.Spec{}, apierr.Invalid("%speriod must be whole milliseconds between 1ms and 720h, got %s", field, r.Period)
+	}
+	return counting.Spec{Kind: r.Algorithm, Limit: r.Limit, PeriodMs: d.Milliseconds(), Burst: r.Burst, Capacity: r.Capacity, Acquire: r.Acquire}, nil
+}
+
+// limitName is the name of the policy's i-th limit in RateLimit fields.
+func (p *policy) limitName(i int) string {
+	if len(p.specs) == 1 {
+		return p.name
+	}
+	return p.name + "." + strconv.Itoa(i)
+}
+
+// item is the counting item of a check of cost on key.
+func (p *policy) item(key string, cost int64) counting.Item {
+	it := counting.Item{Scope: counting.Scope{Policy: p.name}, Subject: counting.Subject{ID: key}, Spec: p.specs[0], Hits: cost}
+	it.Spec.Shadow = p.shadow
+	if len(p.specs) > 1 {
+		it.Spec.Also = p.specs[1:]
+	}
+	return it
+}
+
+// rateLimit is the RateLimit field value of an answer.
+func (p *policy) rateLimit(a *counting.LimitAnswer) string {
+	ds := a.Limits
+	if len(ds) == 0 {
+		ds = []counting.Decision{{Remaining: a.Remaining, ResetAfterMs: a.ResetAfterMs}}
+	}
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = fmt.Sprintf("%s;r=%d;t=%d", strconv.Quote(p.limitName(i)), d.Remaining, ceilDiv(d.ResetAfterMs, 1000))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ceilDiv(a, b int64) int64 {
+	if a <= 0 {
+		return 0
+	}
+	return (a + b - 1) / b
+}
+
+// resolve turns a check into its policy and item, refusing bad input with
+// the field named under field.
+func resolve(named map[string]*policy, lim *limits, req *counting.LimitRequest, field string) (*policy, counting.Item, error) {
+	cost := int64(1)
+	if req.Cost != nil {
+		cost = *req.Cost
+	}
+	if cost < 0 || cost > lim.maxHits {
+		return nil, counting.Item{}, apierr.Invalid("%scost must be between 0 and %d", field, lim.maxHits)
+	}
+	if !ids.ValidKey(req.Key) {
+		return nil, counting.Item{}, apierr.Invalid("%skey must be %s", field, ids.KeyRule)
+	}
+	var p *policy
+	if req.Policy != "" {
+		if req.Rule != (counting.Rule{}) || len(req.Limits) > 0 {
+			return nil, counting.Item{}, apierr.Invalid("%spolicy: give a policy or an inline rule, not both", field)
+		}
+		if p = named[req.Policy]; p == nil {
+			return nil, counting.Item{}, apierr.Invalid("%spolicy %q is not in the counter's policy file", field, req.Policy)
+		}
+	} else {
+		var err error
+		if p, err = newPolicy(inline, req.Rule, req.Limits, "", lim, field); err != nil {
+			return nil, counting.Item{}, err
+		}
+	}
+	it := p.item(req.Key, cost)
+	switch req.Mode {
+	case "":
+	case counting.Enforce:
+		it.Spec.Shadow = false
+	case counting.Shadow:
+		it.Spec.Shadow = true
+	default:
+		return nil, counting.Item{}, apierr.Invalid("%smode must be %q or %q", field, counting.Enforce, counting.Shadow)
+	}
+	return p, it, nil
+}
