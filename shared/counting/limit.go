@@ -8,7 +8,7 @@ package counting
 type Rule struct {
 	// Algorithm is fixed_window, sliding_log, sliding_window,
 	// leaky_bucket, token_bucket or gcra.
-	Algorithm Kind `json:"algorithm"`
+	Algorithm Kind  `json:"algorithm"`
 	Limit     int64 `json:"limit"`
 	// Period is a Go duration ("1s", "1m", "24h"), whole milliseconds.
 	Period string `json:"period"`
