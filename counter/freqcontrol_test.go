@@ -240,12 +240,14 @@ func TestFrequencyControlReflection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var found bool
-	for _, n := range names {
-		found = found || n == freqcapv1connect.FrequencyControlName
-	}
-	if !found {
-		t.Errorf("reflection lists %v, want %s", names, freqcapv1connect.FrequencyControlName)
+	for _, want := range []string{freqcapv1connect.FrequencyControlName, freqcapv1connect.RateLimiterName} {
+		var found bool
+		for _, n := range names {
+			found = found || string(n) == want
+		}
+		if !found {
+			t.Errorf("reflection lists %v, want %s", names, want)
+		}
 	}
 }
 
