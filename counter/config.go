@@ -31,6 +31,8 @@ type Config struct {
 	FlushDelay       time.Duration `env:"COUNTER_REDIS_FLUSH_DELAY" envDefault:"50us"`
 	ShutdownTimeout  time.Duration `env:"COUNTER_SHUTDOWN_TIMEOUT" envDefault:"10s"`
 	LimitsFile       string        `env:"COUNTER_LIMITS_FILE"`
+	ViewsPerArticle  string        `env:"COUNTER_VIEWS_PER_ARTICLE" envDefault:"sliding_log:1/10m"`
+	ViewsPerViewer   string        `env:"COUNTER_VIEWS_PER_VIEWER" envDefault:"sliding_window:100/1h"`
 	Log              logging.Settings
 }
 
@@ -44,6 +46,10 @@ type Settings struct {
 	Events     []string
 	// Policies are the named rate-limit policies of COUNTER_LIMITS_FILE.
 	Policies map[string]*policy
+	// Views is the view counter's limits; perArticle says whether its
+	// first limit is per viewer and article.
+	Views      *policy
+	PerArticle bool
 }
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
@@ -108,6 +114,9 @@ func loadSettings(environ []string) (Settings, error) {
 	}
 	if s.Policies, err = loadPolicies(cfg.LimitsFile, newLimits(s)); err != nil {
 		return s, fmt.Errorf("COUNTER_LIMITS_FILE: %w", err)
+	}
+	if s.Views, s.PerArticle, err = viewPolicy(cfg.ViewsPerArticle, cfg.ViewsPerViewer, newLimits(s)); err != nil {
+		return s, err
 	}
 	return s, nil
 }

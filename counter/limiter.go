@@ -140,15 +140,26 @@ func (k limiterKind) key(it *counting.Item, s *counting.Spec, suffix string) str
 }
 
 func (limiterKind) write(it *counting.Item, e *env) (*rueidis.Lua, []string, []string) {
+	keys, args := limitKeysArgs(it, e, "")
+	return limitScript, keys, args
+}
+
+// limitKeysArgs is the keys and arguments of lua/limit.lua for the item's
+// limits; sub, when set, is appended to the key of the first limit (a
+// limit per (key, sub) in the key's hash tag).
+func limitKeysArgs(it *counting.Item, e *env, sub string) ([]string, []string) {
 	ss := specs(it)
-	keys := make([]string, 0, len(ss))
+	keys := make([]string, 0, len(ss)+1)
 	args := make([]string, 0, 3+5*len(ss))
 	args = append(args, strconv.FormatInt(e.now.UnixMilli(), 10), strconv.FormatInt(it.Hits, 10), strconv.Itoa(limitGraceMs))
-	for _, s := range ss {
+	for i, s := range ss {
 		k := kinds[s.Kind].(limiterKind)
 		var suffix, x string
 		if k.own != nil {
 			suffix, x = k.own(s, e)
+		}
+		if i == 0 && sub != "" {
+			suffix += ":" + escape(sub)
 		}
 		var param int64
 		if k.param != nil {
@@ -157,7 +168,7 @@ func (limiterKind) write(it *counting.Item, e *env) (*rueidis.Lua, []string, []s
 		keys = append(keys, k.key(it, s, suffix))
 		args = append(args, string(k.name), strconv.FormatInt(s.Limit, 10), strconv.FormatInt(s.PeriodMs, 10), strconv.FormatInt(param, 10), x)
 	}
-	return limitScript, keys, args
+	return keys, args
 }
 
 // usToMs rounds microseconds up to milliseconds; -1 (never) stays.
@@ -174,7 +185,7 @@ func usToMs(us int64) int64 {
 // gains room as time passes, so after the longest retry all admit.
 func (limiterKind) wrote(it *counting.Item, _ *env, v []int64, r *counting.Result) error {
 	n := 1 + len(it.Spec.Also)
-	if len(v) != 1+5*n {
+	if len(v) != 1+5*n && len(v) != 2+5*n {
 		return fmt.Errorf("limit script returned %d values for %d limits", len(v), n)
 	}
 	r.Allowed = v[0] == 1

@@ -26,6 +26,8 @@ func addRoutes(r chi.Router, d deps) {
 	r.Method(http.MethodPost, "/v1/limit", m.Route("/v1/limit", handleLimit(d.limiter)))
 	r.Method(http.MethodPost, "/v1/limit/batch", m.Route("/v1/limit/batch", handleLimitBatch(d.limiter, d.settings.MaxBatch)))
 	r.Method(http.MethodGet, "/v1/limit/gate", m.Route("/v1/limit/gate", handleGate(d.limiter)))
+	r.Method(http.MethodPost, "/v1/views", m.Route("/v1/views", d.views.handleView()))
+	r.Method(http.MethodGet, "/v1/views", m.Route("/v1/views", d.views.handleTotal(d.degrader)))
 	rpc, fc := freqcapv1connect.NewFrequencyControlHandler(d.freqControl, connect.WithReadMaxBytes(maxBatchBody), connect.WithCodec(protoJSON{}))
 	r.Handle(rpc+"*", m.Route(rpc, fc))
 	rpc, rl := freqcapv1connect.NewRateLimiterHandler(&rateLimiter{l: d.limiter, maxBatch: d.settings.MaxBatch}, connect.WithReadMaxBytes(maxBatchBody), connect.WithCodec(protoJSON{}))

@@ -21,6 +21,7 @@ type deps struct {
 	limits      *limits
 	freqControl *freqControl
 	limiter     *limiter
+	views       *views
 	degrader    *degrader
 	gatherer    prometheus.Gatherer
 	httpMetrics *httpmetrics.Metrics
@@ -39,6 +40,7 @@ func NewServer(log *slog.Logger, s Settings, store *Store, reg *prometheus.Regis
 		freqControl: &freqControl{log: log, store: store, lim: lim, maxBatch: s.MaxBatch, writeTimeout: s.WriteTimeout},
 		degrader:    &degrader{log: log, metrics: store.metrics},
 		limiter:     &limiter{log: log, store: store, lim: lim, policies: s.Policies, timeout: s.ReadTimeout, metrics: store.metrics},
+		views:       &views{log: log, store: store, pol: s.Views, perArticle: s.PerArticle, writeTimeout: s.WriteTimeout, readTimeout: s.ReadTimeout},
 		gatherer:    reg,
 		httpMetrics: httpmetrics.New(reg, "counter"),
 	}

@@ -13,19 +13,24 @@
 -- ARGV[4+5(i-1) ..] limit i: kind, limit, period ms, param (burst,
 --         capacity; 0 when none), x (the kind's own argument)
 --
+-- KEYS[n+1] optional: a counter (String) that an admitted hit increments
+--         by cost (the view counter's total); its value is returned last.
+--
 -- Returns {allowed, then for each limit: allowed, remaining, retryAfterUs
--- (-1: never, the cost is above what it holds), resetAfterUs, delayUs}.
--- When one limit refuses, the others answer as a peek (cost 0) would.
+-- (-1: never, the cost is above what it holds), resetAfterUs, delayUs,
+-- then the counter's value when there is one}. When one limit refuses,
+-- the others answer as a peek (cost 0) would.
 local now, cost, grace = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local n = (#ARGV - 3) / 5
 local answers, writes, all = {}, {}, 1
-for i = 1, #KEYS do
+for i = 1, n do
   local a = 3 + (i - 1) * 5
   local r, w = kinds[ARGV[a + 1]](KEYS[i], now, cost, tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), ARGV[a + 5], grace)
   answers[i], writes[i] = r, w
   if r[1] == 0 then all = 0 end
 end
 local out = {all}
-for i = 1, #KEYS do
+for i = 1, n do
   local r = answers[i]
   if all == 1 then
     if writes[i] then writes[i]() end
@@ -34,5 +39,12 @@ for i = 1, #KEYS do
     r = kinds[ARGV[a + 1]](KEYS[i], now, 0, tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), ARGV[a + 5], grace)
   end
   for j = 1, 5 do out[#out + 1] = r[j] end
+end
+if #KEYS > n then
+  if all == 1 and cost > 0 then
+    out[#out + 1] = redis.call('INCRBY', KEYS[n + 1], cost)
+  else
+    out[#out + 1] = tonumber(redis.call('GET', KEYS[n + 1]) or '0')
+  end
 end
 return out

@@ -91,3 +91,23 @@ type Policy struct {
 type PolicyFile struct {
 	Policies []Policy `json:"policies"`
 }
+
+// ViewRequest is one view of an article (POST /v1/views, seed 004's view
+// counter): it counts toward the article's total only when the viewer is
+// within the view limits.
+type ViewRequest struct {
+	Article string `json:"article"`
+	Viewer  string `json:"viewer"`
+}
+
+// ViewAnswer says whether the view counted and the article's total.
+type ViewAnswer struct {
+	Counted bool  `json:"counted"`
+	Total   int64 `json:"total"`
+	// RetryAfterMs is 0 when counted; otherwise when a view of this viewer
+	// would count again.
+	RetryAfterMs int64 `json:"retryAfterMs"`
+	// Limits is each view limit's answer: per viewer and article, then per
+	// viewer, as configured.
+	Limits []Decision `json:"limits"`
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/httpjson"
+	"github.com/freqcap/freqcap/shared/ids"
+)
+
+// The view counter of seed 004: a view counts toward an article's total
+// only when the viewer is within the view limits (by default one view per
+// viewer per article per 10 minutes and 100 per viewer per hour).
+//
+// The limits are keys of the viewer's hash tag, rl:{p:views:<viewer>}:...,
+// the per-article one with the article after the tag; the total is
+// views:{a:<article>}. On one Redis, one script decides the limits and
+// increments the total. On Redis Cluster the total lives in another slot:
+// the same script decides the limits in the viewer's slot, atomically and
+// all or nothing, and the total is incremented right after in the
+// article's; if that second step fails the answer is an error (503) and the
+// view is not in the total, and a retry is refused by the per-article
+// limit: a lost view, counted in freqcap_counter_redis_errors_total
+// {op="view_total"}, never a double count.
+
+// viewPolicy parses the two view limits, "<algorithm>:<limit>/<period>"
+// each, "none" for none.
+func viewPolicy(perArticle, perViewer string, lim *limits) (*policy, bool, error) {
+	var rules []counting.Rule
+	for _, v := range []struct{ name, s string }{{"COUNTER_VIEWS_PER_ARTICLE", perArticle}, {"COUNTER_VIEWS_PER_VIEWER", perViewer}} {
+		if v.s == "none" {
+			continue
+		}
+		alg, rest, ok1 := strings.Cut(v.s, ":")
+		n, period, ok2 := strings.Cut(rest, "/")
+		limit, err := strconv.ParseInt(n, 10, 64)
+		if !ok1 || !ok2 || err != nil {
+			return nil, false, fmt.Errorf("%s: want <algorithm>:<limit>/<period> such as sliding_log:1/10m, got %q", v.name, v.s)
+		}
+		rules = append(rules, counting.Rule{Algorithm: counting.Kind(alg), Limit: limit, Period: period})
+	}
+	if len(rules) == 0 {
+		return nil, false, fmt.Errorf("COUNTER_VIEWS_PER_ARTICLE, COUNTER_VIEWS_PER_VIEWER: at least one view limit is required")
+	}
+	p, err := newPolicy("views", counting.Rule{}, rules, "", lim, "")
+	if err != nil {
+		return nil, false, fmt.Errorf("COUNTER_VIEWS_PER_ARTICLE, COUNTER_VIEWS_PER_VIEWER: %w", err)
+	}
+	return p, perArticle != "none", nil
+}
+
+// views serves POST /v1/views and GET /v1/views.
+type views struct {
+	log          *slog.Logger
+	store        *Store
+	pol          *policy
+	perArticle   bool
+	writeTimeout time.Duration
+	readTimeout  time.Duration
+}
+
+func totalKey(article string) string { return "views:{a:" + escape(article) + "}" }
+
+// count decides one view and counts it; the error is Redis's.
+func (v *views) count(ctx context.Context, article, viewer string) (counting.ViewAnswer, error) {
+	it := v.pol.item(viewer, 1)
+	e := v.store.env()
+	sub := ""
+	if v.perArticle {
+		sub = "a:" + article
+	}
+	keys, args := limitKeysArgs(&it, e, sub)
+	cluster := v.store.rdb.Mode() == rueidis.ClientModeCluster
+	if !cluster {
+		keys = append(keys, totalKey(article))
+	}
+	out, err := limitScript.Exec(ctx, v.store.rdb, keys, args).AsIntSlice()
+	if err != nil {
+		v.store.metrics.redisErrors.WithLabelValues("view").Inc()
+		return counting.ViewAnswer{}, err
+	}
+	var r counting.Result
+	if err := (limiterKind{}).wrote(&it, e, out, &r); err != nil {
+		return counting.ViewAnswer{}, err
+	}
+	a := counting.ViewAnswer{Counted: r.Allowed, RetryAfterMs: r.RetryAfterMs, Limits: r.Limits}
+	if a.Limits == nil {
+		a.Limits = []counting.Decision{{Allowed: r.Allowed, Remaining: r.Remaining, RetryAfterMs: r.RetryAfterMs, ResetAfterMs: r.ResetAfterMs}}
+	}
+	if !cluster {
+		a.Total = out[len(out)-1]
+		return a, nil
+	}
+	b := v.store.rdb.B()
+	var cmd rueidis.Completed
+	if a.Counted {
+		cmd = b.Incr().Key(totalKey(article)).Build()
+	} else {
+		cmd = b.Get().Key(totalKey(article)).Build()
+	}
+	a.Total, err = v.store.rdb.Do(ctx, cmd).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		err = nil
+	}
+	if err != nil {
+		v.store.metrics.redisErrors.WithLabelValues("view_total").Inc()
+	}
+	return a, err
+}
+
+func checkView(article, viewer string) error {
+	switch {
+	case !ids.ValidKey(article):
+		return apierr.Invalid("article must be %s", ids.KeyRule)
+	case !ids.ValidKey(viewer):
+		return apierr.Invalid("viewer must be %s", ids.KeyRule)
+	}
+	return nil
+}
+
+// handleView is POST /v1/views {"article","viewer"}: whether the view
+// counted, and the article's total. Views are writes: they do not fail
+// open (503 with code 10001/10004; a retry is safe, the per-article limit
+// refuses a view counted before).
+func (v *views) handleView() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req counting.ViewRequest
+		if err := decodeBody(w, r, maxLimitBody, &req, `{"article":...,"viewer":...}`); err != nil {
+			httpjson.Error(w, r, v.log, err)
+			return
+		}
+		if err := checkView(req.Article, req.Viewer); err != nil {
+			httpjson.Error(w, r, v.log, err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), v.writeTimeout)
+		defer cancel()
+		a, err := v.count(ctx, req.Article, req.Viewer)
+		if err != nil {
+			httpjson.Error(w, r, v.log, apierr.Unavailablef("redis unavailable, retry: %s", firstLine(err)))
+			return
+		}
+		httpjson.Write(w, http.StatusOK, a)
+	})
+}
+
+// handleTotal is GET /v1/views?article=..: the article's total, within the
+// read deadline (degraded to 0 when Redis cannot answer).
+func (v *views) handleTotal(deg *degrader) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		article := r.URL.Query().Get("article")
+		if !ids.ValidKey(article) {
+			httpjson.Error(w, r, v.log, apierr.Invalid("article must be %s", ids.KeyRule))
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), v.readTimeout)
+		defer cancel()
+		n, err := v.store.rdb.Do(ctx, v.store.rdb.B().Get().Key(totalKey(article)).Build()).AsInt64()
+		if rueidis.IsRedisNil(err) {
+			err = nil
+		}
+		ans := map[string]any{"article": article, "total": n, "degraded": err != nil}
+		if err != nil {
+			code := readCode(err)
+			deg.count(r, code, firstLine(err))
+			ans["total"], ans["code"] = 0, code
+		}
+		httpjson.Write(w, http.StatusOK, ans)
+	})
+}
