@@ -16,6 +16,17 @@ import (
 // redis-server, started for the package's tests and examples.
 var counterURL, callbackURL string
 
+// testPolicies are the counter's named rate-limit policies.
+const testPolicies = `
+policies:
+  - {name: api, algorithm: sliding_log, limit: 3, period: 1m}
+  - {name: export, algorithm: fixed_window, limit: 5, period: 1h}
+  - name: burst
+    limits:
+      - {algorithm: gcra, limit: 2, period: 1s}
+      - {algorithm: fixed_window, limit: 1000, period: 1h}
+`
+
 func TestMain(m *testing.M) {
 	code, err := run(m)
 	if err != nil {
@@ -39,9 +50,13 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer redis.Close()
+	policies := filepath.Join(bins, "limits.yaml")
+	if err := os.WriteFile(policies, []byte(testPolicies), 0o600); err != nil {
+		return 0, err
+	}
 	addr, public, admin := freeAddr(), freeAddr(), freeAddr()
 	counter, err := proctest.Launch(filepath.Join(bins, "counter"), "http://"+addr+"/healthz",
-		"COUNTER_ADDR="+addr, "REDIS_URL="+redis.URL(), "LOG_FORMAT=json", "COUNTER_READ_TIMEOUT=1s")
+		"COUNTER_ADDR="+addr, "REDIS_URL="+redis.URL(), "LOG_FORMAT=json", "COUNTER_READ_TIMEOUT=1s", "COUNTER_LIMITS_FILE="+policies)
 	if err != nil {
 		return 0, err
 	}

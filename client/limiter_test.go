@@ -1,0 +1,114 @@
+package client_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/freqcap/freqcap/client"
+	"github.com/freqcap/freqcap/shared/counting"
+)
+
+// checksSent reads how many checks of a policy reached the counter.
+func checksSent(t *testing.T, policy string) float64 {
+	t.Helper()
+	resp, err := http.Get(counterURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, m := range fams["freqcap_counter_limit_checks_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "policy" && l.GetValue() == policy {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+func TestLocalLimiterStopsSendingWhatWouldBeRefused(t *testing.T) {
+	l, err := client.NewLimiter(counterURL, client.LimiterOptions{Timeout: time.Second, Local: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var allowed, local int
+	for range 20 {
+		v, err := l.Allow(ctx, "export", "tenant-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Allowed {
+			allowed++
+		}
+		if v.Local {
+			local++
+			if v.Allowed || v.RetryAfter() <= 0 {
+				t.Fatalf("a local refusal: %+v", v)
+			}
+		}
+	}
+	if allowed != 5 {
+		t.Fatalf("admitted %d of 20, want the policy's 5", allowed)
+	}
+	// 5 admitted by the counter; the 6th is the first the local limiter
+	// (5 per hour, learned from RateLimit-Policy) refuses.
+	if sent := checksSent(t, "export"); sent != 5 || local != 15 {
+		t.Fatalf("%v checks reached the counter, %d answered locally; want 5 and 15", sent, local)
+	}
+}
+
+func TestLimiterLearnsRetryAfterFromARefusal(t *testing.T) {
+	// Two callers share the key: the second's local limiter knows nothing
+	// of the first's checks, so its first refusal comes from the counter;
+	// then it holds off until the Retry-After.
+	a, _ := client.NewLimiter(counterURL, client.LimiterOptions{Timeout: time.Second})
+	b, _ := client.NewLimiter(counterURL, client.LimiterOptions{Timeout: time.Second, Local: true})
+	ctx := context.Background()
+	for range 3 {
+		if v, err := a.Allow(ctx, "api", "shared"); err != nil || !v.Allowed {
+			t.Fatalf("caller a: %+v %v", v, err)
+		}
+	}
+	v, err := b.Allow(ctx, "api", "shared")
+	if err != nil || v.Allowed || v.Local || v.RetryAfter() <= 0 {
+		t.Fatalf("caller b's first check: %+v %v, want refused by the counter", v, err)
+	}
+	v, err = b.Allow(ctx, "api", "shared")
+	if err != nil || v.Allowed || !v.Local || v.RetryAfter() <= 0 || v.RetryAfter() > time.Minute {
+		t.Fatalf("caller b's second check: %+v %v, want refused locally until the retry-after", v, err)
+	}
+}
+
+func TestLimiterChecksInlineRulesAndFailsOpen(t *testing.T) {
+	l, _ := client.NewLimiter(counterURL, client.LimiterOptions{Timeout: time.Second})
+	ctx := context.Background()
+	req := counting.LimitRequest{Key: "inline-1", Rule: counting.Rule{Algorithm: counting.LeakyBucket, Limit: 10, Period: "1s", Capacity: 2}}
+	for i, want := range []int64{0, 100} {
+		v, err := l.Check(ctx, req)
+		if err != nil || !v.Allowed || v.DelayMs != want {
+			t.Fatalf("queued check %d: %+v %v, want delay %d ms", i, v, err, want)
+		}
+	}
+	req.Limit = 0
+	if _, err := l.Check(ctx, req); err == nil || !strings.Contains(err.Error(), "limit") {
+		t.Fatalf("an invalid check: %v", err)
+	}
+	down, _ := client.NewLimiter("http://127.0.0.1:1", client.LimiterOptions{})
+	v, err := down.Allow(ctx, "api", "k")
+	if err == nil || !v.Allowed || !v.Degraded {
+		t.Fatalf("counter down: %+v %v, want admitted, degraded, with an error", v, err)
+	}
+}
