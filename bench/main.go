@@ -396,7 +396,7 @@ type scenario struct {
 }
 
 func scenarios(st *stack) []scenario {
-	return []scenario{
+	out := []scenario{
 		{"hot-read", "req/s", func(ctx context.Context, round int) (result, error) {
 			return st.wrk(ctx, "hot-read", st.counterURL+"/v1/freq?cid=42&bundle=com.hot&tagid=7&windowHours=3", "", round, true)
 		}},
@@ -425,6 +425,55 @@ func scenarios(st *stack) []scenario {
 			return r, err
 		}},
 	}
+	// One rate-limit check per request, per algorithm, on random keys;
+	// then the bytes of the keys the run left.
+	for _, alg := range limitAlgorithms {
+		name := "limit-" + alg
+		out = append(out, scenario{name, "checks/s", func(ctx context.Context, round int) (result, error) {
+			r, err := st.wrk(ctx, name, st.counterURL, "limit:"+alg, round, true)
+			if err != nil {
+				return r, err
+			}
+			n, per, err := st.bytesPerKey("rl:{p:inline:*}:" + alg + ":*")
+			if err != nil {
+				return r, err
+			}
+			r.note = strings.TrimSpace(fmt.Sprintf("%.0f B per key (%d keys sampled) %s", per, n, r.note))
+			return r, nil
+		}})
+	}
+	return out
+}
+
+var limitAlgorithms = []string{"fixed_window", "sliding_log", "sliding_window", "leaky_bucket", "token_bucket", "gcra"}
+
+// bytesPerKey is the mean MEMORY USAGE of up to 2000 keys matching
+// pattern, read by one script in Redis.
+func (st *stack) bytesPerKey(pattern string) (int, float64, error) {
+	const script = `local cur, n, sum = '0', 0, 0
+repeat
+  local r = redis.call('SCAN', cur, 'MATCH', ARGV[1], 'COUNT', 1000)
+  cur = r[1]
+  for _, k in ipairs(r[2]) do
+    if n < tonumber(ARGV[2]) then sum = sum + redis.call('MEMORY', 'USAGE', k, 'SAMPLES', '0'); n = n + 1 end
+  end
+until cur == '0' or n >= tonumber(ARGV[2])
+return {n, sum}`
+	host, port, _ := net.SplitHostPort(st.redisAddr)
+	out, err := exec.Command("redis-cli", "-h", host, "-p", port, "EVAL", script, "0", pattern, "2000").Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("redis-cli EVAL: %w", err)
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 2 {
+		return 0, 0, fmt.Errorf("bytes per key: %q", out)
+	}
+	n, _ := strconv.Atoi(f[0])
+	sum, _ := strconv.ParseFloat(f[1], 64)
+	if n == 0 {
+		return 0, 0, fmt.Errorf("no key matches %s", pattern)
+	}
+	return n, sum / float64(n), nil
 }
 
 var (

@@ -96,10 +96,14 @@ func ratioOf(name string) func(r *report) (float64, string) {
 	}
 }
 
-var units = map[string]string{"batch-50": "items/s", "getfreq-batch-50": "items/s", "redis-script": "scripts/s"}
+var units = map[string]string{"batch-50": "items/s", "getfreq-batch-50": "items/s", "redis-script": "scripts/s",
+	"limit-fixed_window": "checks/s", "limit-sliding_log": "checks/s", "limit-sliding_window": "checks/s",
+	"limit-leaky_bucket": "checks/s", "limit-token_bucket": "checks/s", "limit-gcra": "checks/s"}
 
 // display is the order of the table's rows.
-var display = []string{"hot-read", "cold-read", "batch-50", "write", "end-to-end", "addfreq", "getfreq-batch-50", "redis-script", "latency-baseline", "latency-hot", "latency-cold"}
+var display = []string{"hot-read", "cold-read", "batch-50", "write", "end-to-end", "addfreq", "getfreq-batch-50",
+	"limit-fixed_window", "limit-sliding_log", "limit-sliding_window", "limit-leaky_bucket", "limit-token_bucket", "limit-gcra",
+	"redis-script", "latency-baseline", "latency-hot", "latency-cold"}
 
 func (r *report) markdown() string {
 	slices.SortStableFunc(r.order, func(a, b string) int { return slices.Index(display, a) - slices.Index(display, b) })

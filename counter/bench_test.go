@@ -150,3 +150,25 @@ func BenchmarkBatchGetFreq50(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLimit is one rate-limit check per kind through the store, on
+// rotating keys.
+func BenchmarkLimit(b *testing.B) {
+	srv := redistest.Start(b)
+	st, _ := testStore(b, srv, newClock(time.Now()))
+	ctx := context.Background()
+	for _, k := range limiterKinds {
+		b.Run(string(k), func(b *testing.B) {
+			it := []counting.Item{{Scope: counting.Scope{Policy: "bench"}, Spec: counting.Spec{Kind: k, Limit: 100, PeriodMs: 60_000}, Hits: 1}}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				it[0].Subject.ID = "user:" + strconv.Itoa(i%10000)
+				if r := st.Write(ctx, it)[0]; r.Code != 0 {
+					b.Fatal(r.Msg)
+				}
+			}
+		})
+	}
+}

@@ -7,7 +7,12 @@
 --   win    GET  /win on callback for a random device, counted on tagid e2e too
 --   addfreq   POST FrequencyControl/AddFreq (Connect JSON) for a random user key
 --   getbatch  POST FrequencyControl/BatchGetFreq: 50 random user keys
+--   limit:<algorithm>  POST /v1/limit, 100 per minute, for a random user key
 local mode = os.getenv("MODE") or "cold"
+local algorithm = nil
+if string.sub(mode, 1, 6) == "limit:" then
+  mode, algorithm = "limit", string.sub(mode, 7)
+end
 local fill = tonumber(os.getenv("FILL") or "1000000")
 local run = os.getenv("RUN") or "0"
 
@@ -55,6 +60,9 @@ request = function()
       reqs[c] = '{"business_id":7,"key":"user:' .. math.random(0, fill - 1) .. '"}'
     end
     return wrk.format("POST", "/freqcap.v1.FrequencyControl/BatchGetFreq", {["Content-Type"] = "application/json"}, '{"requests":[' .. table.concat(reqs, ",") .. "]}")
+  elseif mode == "limit" then
+    local body = '{"key":"user:' .. math.random(0, fill - 1) .. '","algorithm":"' .. algorithm .. '","limit":100,"period":"1m"}'
+    return wrk.format("POST", "/v1/limit", {["Content-Type"] = "application/json"}, body)
   elseif mode == "win" then
     return wrk.format("GET", "/win?cid=42&device=" .. device() .. "&tagid=e2e&eid=" .. eid())
   end
