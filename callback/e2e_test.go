@@ -427,3 +427,42 @@ func TestDrainOnSIGTERM(t *testing.T) {
 		t.Errorf("drain log line missing:\n%s", s.callback.Logs())
 	}
 }
+
+func TestPublicPortBoundsWhatItAccepts(t *testing.T) {
+	s := startStack(t)
+	pub := "http://" + s.public
+	form := func(body string) (int, string) {
+		t.Helper()
+		resp, err := http.Post(pub+"/win?cid=42&device=d9", "application/x-www-form-urlencoded", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := form("bundle=com.foo&" + strings.Repeat("x", 9000) + "=1"); code != 413 || !strings.Contains(body, "at most") {
+		t.Errorf("a 9 KB body: %d %s, want 413", code, body)
+	}
+	if code, body := form("cid=43"); code != 400 || !strings.Contains(body, "cid is given in the query and in the body") {
+		t.Errorf("a body overriding the query's cid: %d %s, want 400", code, body)
+	}
+	if code, body := form("cid=42&bundle=com.body"); code != 204 {
+		t.Errorf("a body repeating the query's cid and adding a dimension: %d %s", code, body)
+	}
+	s.waitKey("freq:{win:bundle:42:com.body}", 1, 5*time.Second)
+	if s.exists("freq:{win:device:43:d9}") {
+		t.Error("a refused notice was counted")
+	}
+	// Headers are bounded too.
+	req, _ := http.NewRequest("GET", pub+"/win?cid=42&device=d9", nil)
+	req.Header.Set("X-Big", strings.Repeat("h", 32<<10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("32 KB of headers: %d, want 431", resp.StatusCode)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
+	"golang.org/x/time/rate"
 
 	"github.com/freqcap/freqcap/shared/counting"
 )
@@ -47,6 +48,8 @@ type Forwarder struct {
 	closed   atomic.Bool
 	mu       sync.RWMutex // held for reading while enqueueing, for writing to close the queue
 	shutdown atomic.Int64 // notices dropped because the drain time ran out
+	unlogged atomic.Int64 // notices dropped since the last log line
+	dropLog  rate.Sometimes
 }
 
 func newForwarder(s Settings, campaigns *Campaigns, log *slog.Logger) *Forwarder {
@@ -64,6 +67,7 @@ func newForwarder(s Settings, campaigns *Campaigns, log *slog.Logger) *Forwarder
 		s:         s,
 		ctx:       ctx,
 		cancel:    cancel,
+		dropLog:   rate.Sometimes{Interval: time.Second},
 	}
 }
 
@@ -151,12 +155,18 @@ func (f *Forwarder) deliver(n notice) {
 	}
 }
 
+// drop counts a notice that will never be counted: a metric each, and a
+// log line at most once a second with how many were dropped since the
+// last one and the latest of them.
 func (f *Forwarder) drop(n notice, reason string, err error) {
 	if reason == "shutdown" {
 		f.shutdown.Add(1)
 	}
 	f.metrics.dropped.WithLabelValues(reason).Inc()
-	f.log.Warn("notice dropped", "reason", reason, "event", n.event, "cid", n.cid, "eid", n.eid, "err", err)
+	f.unlogged.Add(1)
+	f.dropLog.Do(func() {
+		f.log.Warn("notices dropped", "count", f.unlogged.Swap(0), "reason", reason, "event", n.event, "cid", n.cid, "eid", n.eid, "err", err)
+	})
 }
 
 // attempt looks the campaign up and sends one counting request. It reports

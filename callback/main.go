@@ -62,7 +62,7 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 
 	d := deps{log: log, settings: s, campaigns: campaigns, forwarder: fwd, metrics: fwd.metrics, draining: &atomic.Bool{}, registry: reg,
 		httpMetrics: httpmetrics.New(reg, "callback")}
-	public, err := httpserver.Listen(s.Addr, "CALLBACK_ADDR", NewServer(d))
+	public, err := httpserver.ListenWith(s.Addr, "CALLBACK_ADDR", NewServer(d), httpserver.Public)
 	if err != nil {
 		return err
 	}

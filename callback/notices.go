@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -89,6 +91,31 @@ func parseNotice(event string, dims []string, form url.Values) (notice, *rejecti
 	return n, nil
 }
 
+// maxNoticeBody bounds a notice's body: its parameters are a few hundred
+// bytes.
+const maxNoticeBody = 8 << 10
+
+// noticeForm is the notice's parameters: the query's, with the body's
+// (a POST form) added. A parameter callback reads (cid, eid, a dimension)
+// given in both with different values is refused: the query is what the
+// bidder signed into the notice URL, and a body must not change it.
+func noticeForm(r *http.Request, dims []string) (url.Values, *rejection) {
+	q := r.URL.Query()
+	for _, name := range append([]string{"cid", "eid"}, dims...) {
+		b := r.PostForm[name]
+		if len(b) == 0 {
+			continue
+		}
+		if v, ok := q[name]; ok && (len(v) != 1 || len(b) != 1 || v[0] != b[0]) {
+			return nil, &rejection{"conflict", apierr.Invalid("%s is given in the query and in the body with different values", name)}
+		}
+		if _, ok := q[name]; !ok {
+			q[name] = b
+		}
+	}
+	return q, nil
+}
+
 // handleNotice takes one kind of notice: validate, queue, answer at once.
 func handleNotice(event string, dims []string, fwd *Forwarder, m *metrics, draining *atomic.Bool, log *slog.Logger, asPixel bool) http.Handler {
 	received := m.received.WithLabelValues(event)
@@ -101,12 +128,26 @@ func handleNotice(event string, dims []string, fwd *Forwarder, m *metrics, drain
 			unavailable(w, "shutting down, send again")
 			return
 		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxNoticeBody)
 		if err := r.ParseForm(); err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				m.rejected.WithLabelValues(event, "too_large").Inc()
+				httpjson.Write(w, http.StatusRequestEntityTooLarge, httpjson.Body{Code: apierr.InvalidArgument,
+					Msg: fmt.Sprintf("a notice body holds at most %d bytes", maxNoticeBody)})
+				return
+			}
 			m.rejected.WithLabelValues(event, "invalid").Inc()
 			httpjson.Error(w, r, log, apierr.Invalid("malformed parameters: %s", err))
 			return
 		}
-		n, rej := parseNotice(event, dims, r.Form)
+		form, rej := noticeForm(r, dims)
+		if rej != nil {
+			m.rejected.WithLabelValues(event, rej.reason).Inc()
+			httpjson.Error(w, r, log, rej.err)
+			return
+		}
+		n, rej := parseNotice(event, dims, form)
 		if rej != nil {
 			m.rejected.WithLabelValues(event, rej.reason).Inc()
 			httpjson.Error(w, r, log, rej.err)

@@ -19,8 +19,33 @@ type Server struct {
 	errc chan error
 }
 
-// Listen opens addr (named by variable in errors) and serves h on it.
+// Limits bound what one client may send and how long it may hold a
+// connection.
+type Limits struct {
+	// ReadTimeout bounds reading a whole request, body included.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing the answer, from the end of the headers.
+	WriteTimeout time.Duration
+	// MaxHeaderBytes bounds the request line and headers.
+	MaxHeaderBytes int
+}
+
+// Internal are the limits of internal listeners: generous enough for a
+// 60 s CPU profile from /debug/pprof.
+var Internal = Limits{ReadTimeout: 15 * time.Second, WriteTimeout: 70 * time.Second, MaxHeaderBytes: 64 << 10}
+
+// Public are the limits of the listener exchanges call: a notice is a
+// small request answered at once.
+var Public = Limits{ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, MaxHeaderBytes: 16 << 10}
+
+// Listen opens addr (named by variable in errors) and serves h on it with
+// the Internal limits.
 func Listen(addr, variable string, h http.Handler) (*Server, error) {
+	return ListenWith(addr, variable, h, Internal)
+}
+
+// ListenWith is Listen with the given limits.
+func ListenWith(addr, variable string, h http.Handler, l Limits) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", variable, err)
@@ -31,7 +56,8 @@ func Listen(addr, variable string, h http.Handler) (*Server, error) {
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
 	s := &Server{
-		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute, Protocols: &protocols},
+		srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute, Protocols: &protocols,
+			ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout, MaxHeaderBytes: l.MaxHeaderBytes},
 		addr: ln.Addr().String(),
 		errc: make(chan error, 1),
 	}
