@@ -117,6 +117,9 @@ func handleFreqBatch(log *slog.Logger, p *parser, store seed000, deg *degrader, 
 		qs := make([]Query, len(req.Items))
 		for i, it := range req.Items {
 			q, err := p.fromItem(it, fmt.Sprintf("items[%d].", i))
+			if err == nil && it.EID != "" {
+				err = apierr.Invalid("items[%d].eid is only accepted on writes (/v1/incr/batch)", i)
+			}
 			if err != nil {
 				httpjson.Error(w, r, log, err)
 				return
@@ -128,6 +131,60 @@ func handleFreqBatch(log *slog.Logger, p *parser, store seed000, deg *degrader, 
 		for i := range qs {
 			answers[i] = answer{q: &qs[i], res: &results[i]}
 			deg.mark(r, &answers[i])
+		}
+		writeAnswers(w, answers, true)
+	})
+}
+
+// handleIncrBatch is POST /v1/incr/batch: many writes in one store call,
+// answered per item in order. Unlike the read batch, an invalid item does
+// not refuse the others: it gets its own code 10003 and msg, and nothing of
+// it is counted; an item Redis failed on gets 10001/10004 (retry it with
+// the same eid). Only a malformed body or a batch of the wrong size is a
+// 400.
+func handleIncrBatch(log *slog.Logger, p *parser, store seed000, maxItems int, writeTimeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req counting.BatchRequest
+		dec := gojson.NewDecoder(http.MaxBytesReader(w, r.Body, maxBatchBody))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			httpjson.Error(w, r, log, apierr.Invalid("body must be JSON {\"items\":[...]}: %s", err))
+			return
+		}
+		if dec.More() {
+			httpjson.Error(w, r, log, apierr.Invalid("body must hold one JSON object"))
+			return
+		}
+		if len(req.Items) == 0 || len(req.Items) > maxItems {
+			httpjson.Error(w, r, log, apierr.Invalid("items must hold 1 to %d items, got %d", maxItems, len(req.Items)))
+			return
+		}
+		answers := make([]answer, len(req.Items))
+		var qs []Query
+		var at []int // answers index of each query
+		for i, it := range req.Items {
+			prefix := fmt.Sprintf("items[%d].", i)
+			q, err := p.fromItem(it, prefix)
+			if err == nil && len(q.Windows) > 1 {
+				err = apierr.Invalid("%swindowHours takes one window on writes (the largest of the campaign's caps)", prefix)
+			}
+			if err != nil {
+				answers[i] = answer{q: &Query{}, res: &Result{}, code: apierr.CodeOf(err), msg: err.Error()}
+				continue
+			}
+			qs = append(qs, q)
+			at = append(at, i)
+		}
+		if len(qs) > 0 {
+			ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
+			res, errs := store.IncrBatch(ctx, qs)
+			cancel()
+			for k, i := range at {
+				answers[i] = answer{q: &qs[k], res: &res[k], duplicate: res[k].Duplicate}
+				if errs[k] != nil {
+					answers[i].code, answers[i].msg, answers[i].duplicate = apierr.CodeOf(errs[k]), errs[k].Error(), false
+				}
+			}
 		}
 		writeAnswers(w, answers, true)
 	})

@@ -103,7 +103,7 @@ func intParam(name, v string, lo, hi int) (int, error) {
 // fromItem turns a batch item into a query; field names in errors are
 // prefixed with the item's place, e.g. items[3].windowHours.
 func (p *parser) fromItem(it counting.BatchItem, prefix string) (Query, error) {
-	q := Query{CID: it.CID, Event: it.Event, PaceWindowSec: it.PaceWindowSec}
+	q := Query{CID: it.CID, Event: it.Event, PaceWindowSec: it.PaceWindowSec, EID: it.EID}
 	if q.Event == "" {
 		q.Event = p.events[0]
 	}

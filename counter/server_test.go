@@ -420,3 +420,34 @@ func TestHTTPPaceAndSeveralWindows(t *testing.T) {
 		"results.1.counts.device.windows.24": 2, "results.1.windowHours": "[24]",
 	})
 }
+
+func TestHTTPIncrBatchAnswersPerItem(t *testing.T) {
+	srv := redistest.Start(t)
+	base := startCounter(t, srv.URL())
+	body := `{"items":[
+		{"cid":"42","dims":{"device":"d1","bundle":"b1"},"windowHours":[3],"eid":"e1"},
+		{"cid":"4:2","dims":{"device":"d1"}},
+		{"cid":"43","event":"billing","dims":{"device":"d1"},"eid":"e2"},
+		{"cid":"42","dims":{"device":"d1","bundle":"b1"},"windowHours":[3],"eid":"e1"}]}`
+	code, m := call(t, "POST", base+"/v1/incr/batch", body)
+	if code != 200 {
+		t.Fatalf("%d %v", code, m)
+	}
+	expect(t, m, map[string]any{
+		"code": 0, "results.0.code": 0, "results.0.counts.device.day": 1, "results.0.counts.bundle.windows.3": 1,
+		"results.1.code": 10003, "results.2.code": 0, "results.2.event": "billing", "results.2.counts.device.day": 1,
+		// The same eid again in the batch: counted once.
+		"results.3.code": 0, "results.3.duplicate": true, "results.3.counts.device.day": 1,
+	})
+	if msg, _ := path(m, "results.1.msg").(string); !strings.Contains(msg, "items[1].cid") {
+		t.Errorf("invalid item's msg %q does not name items[1].cid", msg)
+	}
+	_, m = call(t, "GET", base+"/v1/freq?cid=42&device=d1&windowHours=3", "")
+	expect(t, m, map[string]any{"counts.device.day": 1, "counts.device.windows.3": 1})
+	if code, _ := call(t, "POST", base+"/v1/incr/batch", `{"items":[]}`); code != 400 {
+		t.Errorf("an empty batch: %d", code)
+	}
+	if code, m := call(t, "POST", base+"/v1/freq/batch", `{"items":[{"cid":"42","dims":{"device":"d1"},"eid":"x"}]}`); code != 400 {
+		t.Errorf("a read batch with an eid: %d %v", code, m)
+	}
+}

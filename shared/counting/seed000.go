@@ -40,13 +40,15 @@ type Pace struct {
 	LastAt int64 `json:"lastAt"` // unix ms of the newest event, 0 when none
 }
 
-// BatchItem is one item of POST /v1/freq/batch.
+// BatchItem is one item of POST /v1/freq/batch and /v1/incr/batch.
 type BatchItem struct {
 	CID           string            `json:"cid"`
 	Event         string            `json:"event,omitempty"`
 	Dims          map[string]string `json:"dims"`
 	WindowHours   []int             `json:"windowHours,omitempty"`
 	PaceWindowSec int               `json:"paceWindowSec,omitempty"`
+	// EID is the event id of a write (POST /v1/incr/batch); reads refuse it.
+	EID string `json:"eid,omitempty"`
 }
 
 // BatchRequest is the body of POST /v1/freq/batch.
