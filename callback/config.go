@@ -23,6 +23,8 @@ type Config struct {
 	CampaignTTL     time.Duration `env:"CALLBACK_CAMPAIGN_CACHE_TTL" envDefault:"1m"`
 	QueueSize       int           `env:"CALLBACK_QUEUE_SIZE" envDefault:"100000"`
 	Workers         int           `env:"CALLBACK_WORKERS" envDefault:"32"`
+	BatchSize       int           `env:"CALLBACK_BATCH_SIZE" envDefault:"100"`
+	BatchWait       time.Duration `env:"CALLBACK_BATCH_WAIT" envDefault:"2ms"`
 	ForwardTimeout  time.Duration `env:"CALLBACK_FORWARD_TIMEOUT" envDefault:"2s"`
 	RetryInitial    time.Duration `env:"CALLBACK_RETRY_INITIAL" envDefault:"50ms"`
 	RetryMax        time.Duration `env:"CALLBACK_RETRY_MAX" envDefault:"5s"`
@@ -70,6 +72,10 @@ func loadSettings(environ []string) (Settings, error) {
 		return s, fmt.Errorf("CALLBACK_QUEUE_SIZE: must be at least 1, got %d", cfg.QueueSize)
 	case cfg.Workers < 1:
 		return s, fmt.Errorf("CALLBACK_WORKERS: must be at least 1, got %d", cfg.Workers)
+	case cfg.BatchSize < 1 || cfg.BatchSize > 1000:
+		return s, fmt.Errorf("CALLBACK_BATCH_SIZE: must be between 1 and 1000 (the counter's COUNTER_MAX_BATCH), got %d", cfg.BatchSize)
+	case cfg.BatchWait < 0 || cfg.BatchWait > time.Second:
+		return s, fmt.Errorf("CALLBACK_BATCH_WAIT: must be between 0 and 1s, got %s", cfg.BatchWait)
 	case cfg.MaxPaceWindow < 1:
 		return s, fmt.Errorf("CALLBACK_MAX_PACE_WINDOW_SEC: must be at least 1, got %d", cfg.MaxPaceWindow)
 	case cfg.MaxWindowHours < 1:

@@ -466,3 +466,21 @@ func TestPublicPortBoundsWhatItAccepts(t *testing.T) {
 		t.Errorf("32 KB of headers: %d, want 431", resp.StatusCode)
 	}
 }
+
+// TestARefusedNoticeIsDroppedAlone: notices travel in batches; one the
+// counter refuses (a dimension only callback knows) is dropped with its
+// reason while the rest of its batch is counted.
+func TestARefusedNoticeIsDroppedAlone(t *testing.T) {
+	s := startStack(t, "CALLBACK_DIMENSIONS=device,bundle,tagid,region", "CALLBACK_BATCH_WAIT=200ms", "CALLBACK_WORKERS=1")
+	pub := "http://" + s.public
+	for _, u := range []string{"/win?cid=5&device=b1", "/win?cid=5&region=eu", "/win?cid=5&device=b2"} {
+		if code, _, body := s.do("GET", pub+u, ""); code != 204 {
+			t.Fatalf("GET %s: %d %s", u, code, body)
+		}
+	}
+	s.waitMetric(`freqcap_callback_dropped_total{reason="counter_rejected"} 1`, 5*time.Second)
+	s.waitMetric(`freqcap_callback_forwarded_total{result="counted"} 2`, 5*time.Second)
+	if s.get("freq:{win:device:5:b1}") != 1 || s.get("freq:{win:device:5:b2}") != 1 {
+		t.Fatal("the refused notice's batch mates were not counted")
+	}
+}

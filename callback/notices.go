@@ -67,6 +67,10 @@ func parseNotice(event string, dims []string, form url.Values) (notice, *rejecti
 			return n, &rejection{"invalid", apierr.Invalid("%s must be %s", d, ids.IDRule)}
 		}
 		found = true
+		if n.dims == nil {
+			n.dims = make(map[string]string, len(dims))
+		}
+		n.dims[d] = v
 		q.WriteString("&" + d + "=")
 		q.WriteString(url.QueryEscape(v))
 	}
