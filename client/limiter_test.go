@@ -96,10 +96,12 @@ func TestLimiterChecksInlineRulesAndFailsOpen(t *testing.T) {
 	l, _ := client.NewLimiter(counterURL, client.LimiterOptions{Timeout: time.Second})
 	ctx := context.Background()
 	req := counting.LimitRequest{Key: "inline-1", Rule: counting.Rule{Algorithm: counting.LeakyBucket, Limit: 10, Period: "1s", Capacity: 2}}
+	// The first leaves at once; the second waits its turn, 100 ms after
+	// the first less the time between the two checks (a real clock).
 	for i, want := range []int64{0, 100} {
 		v, err := l.Check(ctx, req)
-		if err != nil || !v.Allowed || v.DelayMs != want {
-			t.Fatalf("queued check %d: %+v %v, want delay %d ms", i, v, err, want)
+		if err != nil || !v.Allowed || v.DelayMs > want || v.DelayMs < want/2 {
+			t.Fatalf("queued check %d: %+v %v, want a delay of about %d ms", i, v, err, want)
 		}
 	}
 	req.Limit = 0
