@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +96,7 @@ func TestLimiterLearnsRetryAfterFromARefusal(t *testing.T) {
 func TestLimiterChecksInlineRulesAndFailsOpen(t *testing.T) {
 	l, _ := client.NewLimiter(counterURL, client.LimiterOptions{Timeout: time.Second})
 	ctx := context.Background()
-	req := counting.LimitRequest{Key: "inline-1", Rule: counting.Rule{Algorithm: counting.LeakyBucket, Limit: 10, Period: "1s", Capacity: 2}}
+	req := counting.LimitRequest{Key: "inline-" + strconv.FormatInt(time.Now().UnixNano(), 36), Rule: counting.Rule{Algorithm: counting.LeakyBucket, Limit: 10, Period: "1s", Capacity: 2}}
 	// The first leaves at once; the second waits its turn, 100 ms after
 	// the first less the time between the two checks (a real clock).
 	for i, want := range []int64{0, 100} {
