@@ -25,8 +25,7 @@ type notice struct {
 	event    string
 	cid      string
 	eid      string
-	query    string // cid, dimensions, event and eid, URL-encoded
-	dims     map[string]string
+	dims     map[string]string // dimension -> id, the ones the notice gave
 	accepted time.Time
 }
 

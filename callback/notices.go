@@ -38,7 +38,7 @@ func checkValue(name, v string) *rejection {
 	return nil
 }
 
-// parseNotice validates a notice's parameters and builds the counter query.
+// parseNotice validates a notice's parameters.
 // Parameters other than cid, eid and the dimensions are ignored: exchanges
 // append their own (prices, ...).
 func parseNotice(event string, dims []string, form url.Values) (notice, *rejection) {
@@ -49,12 +49,6 @@ func parseNotice(event string, dims []string, form url.Values) (notice, *rejecti
 	if !ids.ValidCID(n.cid) {
 		return n, &rejection{"invalid", apierr.Invalid("cid must be %s", ids.CIDRule)}
 	}
-	var q strings.Builder
-	q.WriteString("cid=")
-	q.WriteString(n.cid)
-	q.WriteString("&event=")
-	q.WriteString(event)
-	found := false
 	for _, d := range dims {
 		v := form.Get(d)
 		if v == "" {
@@ -66,15 +60,12 @@ func parseNotice(event string, dims []string, form url.Values) (notice, *rejecti
 		if !ids.ValidID(v) {
 			return n, &rejection{"invalid", apierr.Invalid("%s must be %s", d, ids.IDRule)}
 		}
-		found = true
 		if n.dims == nil {
 			n.dims = make(map[string]string, len(dims))
 		}
 		n.dims[d] = v
-		q.WriteString("&" + d + "=")
-		q.WriteString(url.QueryEscape(v))
 	}
-	if !found {
+	if len(n.dims) == 0 {
 		return n, &rejection{"invalid", apierr.Invalid("at least one dimension is required (%s)", strings.Join(dims, ", "))}
 	}
 	if n.eid != "" {
@@ -89,9 +80,6 @@ func parseNotice(event string, dims []string, form url.Values) (notice, *rejecti
 		// exchange id: give the notice one of its own.
 		n.eid = ids.Random("cb-")
 	}
-	q.WriteString("&eid=")
-	q.WriteString(url.QueryEscape(n.eid))
-	n.query = q.String()
 	return n, nil
 }
 

@@ -12,7 +12,7 @@ func TestParseNotice(t *testing.T) {
 		raw    string
 		reason string // "" when accepted
 		msg    string
-		query  string // the counter query without eid, when accepted
+		query  string // the notice as a counter query (see counterQuery), when accepted
 	}{
 		{raw: "cid=42&device=abc&bundle=com.foo&eid=a1:i1&price=1.2&foo=bar", query: "cid=42&event=win&device=abc&bundle=com.foo&eid=a1%3Ai1"},
 		{raw: "cid=42&tagid=7", query: "cid=42&event=win&tagid=7&eid=cb-"},
@@ -39,17 +39,29 @@ func TestParseNotice(t *testing.T) {
 				if rej != nil {
 					t.Fatalf("rejected: %s %v", rej.reason, rej.err)
 				}
-				if !strings.HasPrefix(n.query, tt.query) {
-					t.Errorf("query %q, want prefix %q", n.query, tt.query)
+				if q := counterQuery(n, dims); !strings.HasPrefix(q, tt.query) {
+					t.Errorf("query %q, want prefix %q", q, tt.query)
 				}
 				return
 			}
 			if rej == nil {
-				t.Fatalf("accepted %q, want rejection %s", n.query, tt.reason)
+				t.Fatalf("accepted %q, want rejection %s", counterQuery(n, dims), tt.reason)
 			}
 			if rej.reason != tt.reason || !strings.Contains(rej.err.Error(), tt.msg) {
 				t.Errorf("rejection %s %q, want %s containing %q", rej.reason, rej.err, tt.reason, tt.msg)
 			}
 		})
 	}
+}
+
+// counterQuery writes a notice as /v1/incr's query: cid, event, the
+// dimensions in configured order, eid.
+func counterQuery(n notice, dims []string) string {
+	q := "cid=" + n.cid + "&event=" + n.event
+	for _, d := range dims {
+		if v, ok := n.dims[d]; ok {
+			q += "&" + d + "=" + url.QueryEscape(v)
+		}
+	}
+	return q + "&eid=" + url.QueryEscape(n.eid)
 }

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	gojson "github.com/goccy/go-json"
-
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/httpjson"
@@ -21,14 +19,8 @@ import (
 func handleItems(log *slog.Logger, lim *limits, store *Store, deg *degrader, maxItems int, writeTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req counting.Request
-		dec := gojson.NewDecoder(http.MaxBytesReader(w, r.Body, maxBatchBody))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			httpjson.Error(w, r, log, apierr.Invalid("body must be JSON {\"items\":[...]}: %s", err))
-			return
-		}
-		if dec.More() {
-			httpjson.Error(w, r, log, apierr.Invalid("body must hold one JSON object"))
+		if err := decodeBody(w, r, maxBatchBody, &req, `{"items":[...]}`); err != nil {
+			httpjson.Error(w, r, log, err)
 			return
 		}
 		if len(req.Items) == 0 || len(req.Items) > maxItems {

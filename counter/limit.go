@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	gojson "github.com/goccy/go-json"
 	"golang.org/x/time/rate"
 
 	"github.com/freqcap/freqcap/shared/apierr"
@@ -86,19 +85,6 @@ func setHeaders(h http.Header, p *policy, a *counting.LimitAnswer) {
 	if !a.Allowed && a.RetryAfterMs > 0 {
 		h.Set("Retry-After", strconv.FormatInt(ceilDiv(a.RetryAfterMs, 1000), 10))
 	}
-}
-
-// decodeBody reads one JSON object of at most limit bytes into v.
-func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any, shape string) error {
-	dec := gojson.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return apierr.Invalid("body must be JSON %s: %s", shape, err)
-	}
-	if dec.More() {
-		return apierr.Invalid("body must hold one JSON object")
-	}
-	return nil
 }
 
 // maxLimitBody bounds the body of one check.

@@ -55,8 +55,10 @@ func (k limiterKind) check(it *counting.Item, lim *limits, field string) error {
 	seen := map[string]bool{}
 	for i, s := range specs(it) {
 		f := field
-		if i > 0 {
+		if len(it.Spec.Also) > 0 {
 			f = fmt.Sprintf("%slimits[%d].", field, i)
+		}
+		if i > 0 {
 			lk, ok := kinds[s.Kind].(limiterKind)
 			if !ok {
 				return apierr.Invalid("%salgorithm: %q is not a rate limiter", f, s.Kind)

@@ -89,9 +89,6 @@ func newPolicy(name string, rule counting.Rule, rules []counting.Rule, mode stri
 		if err != nil {
 			return nil, err
 		}
-		if err := kinds[s.Kind].(limiterKind).checkSpec(&s, lim, f); err != nil {
-			return nil, err
-		}
 		p.specs[i] = s
 	}
 	it := p.item("k", 1)
