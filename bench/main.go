@@ -599,8 +599,8 @@ func (st *stack) degraded() int {
 	return int(metric(st.counterURL+"/metrics", "freqcap_counter_degraded_reads_total"))
 }
 
-// endToEnd drives callback's /win at full speed, waits for the queue to
-// drain, and checks that every accepted notice was counted exactly once.
+// endToEnd drives callback's /win at full speed, waits for the journal to
+// empty, and checks that every accepted notice was counted exactly once.
 func (st *stack) endToEnd(ctx context.Context, round int) (result, error) {
 	key := "freq:{win:tagid:42:e2e}"
 	countedBefore, err := st.redisInt(key)
@@ -614,7 +614,7 @@ func (st *stack) endToEnd(ctx context.Context, round int) (result, error) {
 	}
 	accepted := int64(metric(st.adminURL+"/metrics", "freqcap_callback_notices_accepted_total") - acceptedBefore)
 	deadline := time.Now().Add(2 * time.Minute)
-	for metric(st.adminURL+"/metrics", "freqcap_callback_queue_depth") > 0 && time.Now().Before(deadline) {
+	for metric(st.adminURL+"/metrics", "freqcap_callback_journal_undelivered") > 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(500 * time.Millisecond)
@@ -624,11 +624,11 @@ func (st *stack) endToEnd(ctx context.Context, round int) (result, error) {
 	}
 	counted := countedAfter - countedBefore
 	dropped := metric(st.adminURL+"/metrics", "freqcap_callback_dropped_total")
-	// Notices refused with 503 (queue full) are the exchange's to resend:
+	// Notices refused with 503 (journal full or slow) are the exchange's to resend:
 	// the rate is what callback accepted, and all of it must be counted.
 	answered := r.rate
 	r.rate = float64(accepted) / st.s.duration.Seconds()
-	r.note = fmt.Sprintf("accepted %d, counted %d, dropped %.0f; %.0f answers/s, the rest 503 queue full", accepted, counted, dropped, answered)
+	r.note = fmt.Sprintf("accepted %d, counted %d, dropped %.0f; %.0f answers/s, the rest 503", accepted, counted, dropped, answered)
 	if counted != accepted {
 		return r, fmt.Errorf("loss: accepted %d notices, counted %d", accepted, counted)
 	}

@@ -21,7 +21,10 @@ type Config struct {
 	MaxPaceWindow   int           `env:"CALLBACK_MAX_PACE_WINDOW_SEC" envDefault:"604800"`
 	CampaignsFile   string        `env:"CALLBACK_CAMPAIGNS_FILE"`
 	CampaignTTL     time.Duration `env:"CALLBACK_CAMPAIGN_CACHE_TTL" envDefault:"1m"`
-	QueueSize       int           `env:"CALLBACK_QUEUE_SIZE" envDefault:"100000"`
+	JournalMax      int           `env:"CALLBACK_JOURNAL_MAX" envDefault:"1000000"`
+	Partitions      int           `env:"CALLBACK_JOURNAL_PARTITIONS" envDefault:"8"`
+	ClaimIdle       time.Duration `env:"CALLBACK_CLAIM_IDLE" envDefault:"30s"`
+	AppendTimeout   time.Duration `env:"CALLBACK_APPEND_TIMEOUT" envDefault:"500ms"`
 	Workers         int           `env:"CALLBACK_WORKERS" envDefault:"32"`
 	BatchSize       int           `env:"CALLBACK_BATCH_SIZE" envDefault:"100"`
 	BatchWait       time.Duration `env:"CALLBACK_BATCH_WAIT" envDefault:"2ms"`
@@ -61,15 +64,17 @@ func loadSettings(environ []string) (Settings, error) {
 	for name, d := range map[string]time.Duration{
 		"CALLBACK_CAMPAIGN_CACHE_TTL": cfg.CampaignTTL, "CALLBACK_FORWARD_TIMEOUT": cfg.ForwardTimeout,
 		"CALLBACK_RETRY_INITIAL": cfg.RetryInitial, "CALLBACK_RETRY_MAX": cfg.RetryMax, "CALLBACK_RETRY_FOR": cfg.RetryFor,
-		"CALLBACK_DRAIN_TIMEOUT": cfg.DrainTimeout, "CALLBACK_SHUTDOWN_TIMEOUT": cfg.ShutdownTimeout,
+		"CALLBACK_DRAIN_TIMEOUT": cfg.DrainTimeout, "CALLBACK_CLAIM_IDLE": cfg.ClaimIdle, "CALLBACK_APPEND_TIMEOUT": cfg.AppendTimeout, "CALLBACK_SHUTDOWN_TIMEOUT": cfg.ShutdownTimeout,
 	} {
 		if d <= 0 {
 			return s, fmt.Errorf("%s: must be positive, got %s", name, d)
 		}
 	}
 	switch {
-	case cfg.QueueSize < 1:
-		return s, fmt.Errorf("CALLBACK_QUEUE_SIZE: must be at least 1, got %d", cfg.QueueSize)
+	case cfg.Partitions < 1 || cfg.Partitions > 1024:
+		return s, fmt.Errorf("CALLBACK_JOURNAL_PARTITIONS: must be between 1 and 1024, got %d", cfg.Partitions)
+	case cfg.JournalMax < cfg.Partitions:
+		return s, fmt.Errorf("CALLBACK_JOURNAL_MAX: must be at least CALLBACK_JOURNAL_PARTITIONS (%d), got %d", cfg.Partitions, cfg.JournalMax)
 	case cfg.Workers < 1:
 		return s, fmt.Errorf("CALLBACK_WORKERS: must be at least 1, got %d", cfg.Workers)
 	case cfg.BatchSize < 1 || cfg.BatchSize > 1000:

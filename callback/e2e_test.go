@@ -224,14 +224,15 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("bad notices changed Redis: %d keys before, %d after", before, after)
 	}
 
-	// Metrics tell the story.
+	// Metrics tell the story: the journal is empty once all is delivered.
+	s.waitMetric(`freqcap_callback_journal_undelivered 0`, 5*time.Second)
 	_, _, metrics := s.do("GET", admin+"/metrics", "")
 	for _, want := range []string{
 		`freqcap_callback_notices_accepted_total{event="win"}`,
 		`freqcap_callback_notices_rejected_total{event="win",reason="macro"}`,
 		`freqcap_callback_notices_rejected_total{event="imp",reason="audit"}`,
 		`freqcap_callback_unknown_campaigns_total 1`,
-		`freqcap_callback_queue_depth 0`,
+		`freqcap_callback_journal_up 1`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
@@ -315,10 +316,17 @@ func TestCampaignChangeReachesCallbackWithinASecond(t *testing.T) {
 
 // sendAll sends n win notices with distinct eids for one device from a few
 // concurrent senders, resending on 503 as an exchange would, and calls
-// during(i) once when notice i is about to go.
-func sendAll(t *testing.T, pub, cid string, n int, during map[int]func()) {
+// during(i) once when notice i is about to go. It returns how many answers
+// were 503.
+func sendAll(t *testing.T, pub, cid string, n int, during map[int]func()) int {
 	t.Helper()
-	var next atomic.Int64
+	return send(t, n, func(i int) string { return fmt.Sprintf("%s/win?cid=%s&device=dev&eid=e%d", pub, cid, i) }, during)
+}
+
+// send sends the notices url(0) .. url(n-1) as sendAll does.
+func send(t *testing.T, n int, url func(i int) string, during map[int]func()) int {
+	t.Helper()
+	var next, refused atomic.Int64
 	var failed atomic.Value
 	var hooks sync.Mutex
 	var wg sync.WaitGroup
@@ -336,7 +344,7 @@ func sendAll(t *testing.T, pub, cid string, n int, during map[int]func()) {
 					f()
 				}
 				hooks.Unlock()
-				u := fmt.Sprintf("%s/win?cid=%s&device=dev&eid=e%d", pub, cid, i)
+				u := url(i)
 				for attempt := 0; ; attempt++ {
 					resp, err := client.Get(u)
 					if err == nil {
@@ -349,6 +357,11 @@ func sendAll(t *testing.T, pub, cid string, n int, during map[int]func()) {
 							failed.Store(fmt.Sprintf("notice %d: status %d", i, resp.StatusCode))
 							return
 						}
+						if resp.Header.Get("Retry-After") == "" {
+							failed.Store(fmt.Sprintf("notice %d: 503 without Retry-After", i))
+							return
+						}
+						refused.Add(1)
 					}
 					if attempt > 500 {
 						failed.Store(fmt.Sprintf("notice %d never accepted: %v", i, err))
@@ -363,6 +376,7 @@ func sendAll(t *testing.T, pub, cid string, n int, during map[int]func()) {
 	if f := failed.Load(); f != nil {
 		t.Fatal(f)
 	}
+	return int(refused.Load())
 }
 
 func TestNoLossWhenCounterRestarts(t *testing.T) {
@@ -381,29 +395,62 @@ func TestNoLossWhenRedisStalls(t *testing.T) {
 	s := startStack(t)
 	s.do("PUT", "http://"+s.admin+"/v1/campaigns/stall", `{"winLimitHours":2}`)
 	resumed := make(chan struct{})
-	sendAll(t, "http://"+s.public, "stall", 10_000, map[int]func(){
+	refused := sendAll(t, "http://"+s.public, "stall", 10_000, map[int]func(){
 		3000: func() {
 			s.redis.Pause()
 			time.AfterFunc(2*time.Second, func() { s.redis.Resume(); close(resumed) })
 		},
 	})
 	<-resumed
+	// While Redis was frozen nothing could be persisted: the notices got
+	// 503 and were sent again; every one acknowledged is counted once.
+	if refused == 0 {
+		t.Error("no notice was refused while Redis was frozen: 204 without persisting?")
+	}
 	s.waitKey("freq:{win:device:stall:dev}", 10_000, 60*time.Second)
 	time.Sleep(500 * time.Millisecond)
 	s.waitKey("freq:{win:device:stall:dev}", 10_000, 0)
 }
 
-// TestDrainOnSIGTERM fills the queue while the counter is down, then starts
-// the counter and stops callback: everything accepted is delivered first.
-func TestDrainOnSIGTERM(t *testing.T) {
-	s := startStack(t, "CALLBACK_QUEUE_SIZE=500", "CALLBACK_WORKERS=4")
+// TestAcknowledgedNoticesSurviveSIGKILL: with the counter down, 5,000
+// notices (half without an eid) are acknowledged; callback is killed with
+// SIGKILL and started again, the counter comes back: exactly 5,000 are
+// counted.
+func TestAcknowledgedNoticesSurviveSIGKILL(t *testing.T) {
+	env := []string{"CALLBACK_CLAIM_IDLE=1s"}
+	s := startStack(t, env...)
+	s.counter.Kill()
+	pub := "http://" + s.public
+	refused := send(t, 5000, func(i int) string {
+		if i%2 == 0 {
+			return fmt.Sprintf("%s/win?cid=crash&device=dev&eid=e%d", pub, i)
+		}
+		return pub + "/win?cid=crash&device=dev"
+	}, nil)
+	if refused > 0 {
+		t.Fatalf("%d notices refused with the journal far from full", refused)
+	}
+	s.callback.Kill()
+	s.startCounter()
+	s.callback = s.startCallback(env...)
+	s.waitKey("freq:{win:device:crash:dev}", 5000, 60*time.Second)
+	s.waitMetric(`freqcap_callback_journal_undelivered 0`, 10*time.Second)
+	s.waitKey("freq:{win:device:crash:dev}", 5000, 0)
+}
+
+// TestSIGTERMLeavesUndeliveredNoticesInTheJournal fills the journal while
+// the counter is down (then notices get 503), stops callback, and starts a
+// new one with the counter back: everything acknowledged is counted.
+func TestSIGTERMLeavesUndeliveredNoticesInTheJournal(t *testing.T) {
+	env := []string{"CALLBACK_JOURNAL_MAX=500", "CALLBACK_JOURNAL_PARTITIONS=2", "CALLBACK_WORKERS=4", "CALLBACK_DRAIN_TIMEOUT=1s", "CALLBACK_CLAIM_IDLE=1s"}
+	s := startStack(t, env...)
 	s.counter.Kill()
 	accepted := 0
 	for i := 0; ; i++ {
-		code, h, _ := s.do("GET", fmt.Sprintf("http://%s/win?cid=drain&device=dev&eid=e%d", s.public, i), "")
+		code, h, body := s.do("GET", fmt.Sprintf("http://%s/win?cid=drain&device=dev&eid=e%d", s.public, i), "")
 		if code == 503 {
-			if h.Get("Retry-After") == "" {
-				t.Error("503 without Retry-After")
+			if h.Get("Retry-After") == "" || !strings.Contains(body, "journal full") {
+				t.Errorf("a full journal: 503 %v %s, want Retry-After and the reason", h, body)
 			}
 			break
 		}
@@ -412,19 +459,42 @@ func TestDrainOnSIGTERM(t *testing.T) {
 		}
 		accepted++
 	}
-	if accepted < 500 {
-		t.Fatalf("queue took only %d notices before refusing", accepted)
+	if accepted != 500 {
+		t.Fatalf("the journal took %d notices before refusing, want its maximum of 500", accepted)
 	}
-	s.startCounter()
 	s.callback.Signal(syscall.SIGTERM)
 	if err := s.callback.Wait(30 * time.Second); err != nil {
 		t.Fatalf("callback exit: %v", err)
 	}
-	if n := s.get("freq:{win:device:drain:dev}"); n != int64(accepted) {
-		t.Errorf("after drain: %d counted, %d accepted", n, accepted)
+	if !strings.Contains(s.callback.Logs(), "left in the journal") {
+		t.Errorf("no log line of what was left:\n%s", s.callback.Logs())
 	}
-	if !strings.Contains(s.callback.Logs(), "every accepted notice was delivered") {
-		t.Errorf("drain log line missing:\n%s", s.callback.Logs())
+	s.startCounter()
+	s.callback = s.startCallback(env...)
+	s.waitKey("freq:{win:device:drain:dev}", int64(accepted), 30*time.Second)
+	s.waitMetric(`freqcap_callback_journal_undelivered 0`, 10*time.Second)
+}
+
+// TestTwoCallbacksCountEveryNoticeOnce: two instances share the journal;
+// notices sent to either are counted exactly once, and both deliver.
+func TestTwoCallbacksCountEveryNoticeOnce(t *testing.T) {
+	s := startStack(t)
+	other := *s
+	other.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	other.admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	other.callback = other.startCallback()
+	pubs := []string{"http://" + s.public, "http://" + other.public}
+	send(t, 5000, func(i int) string {
+		return fmt.Sprintf("%s/win?cid=two&device=dev&eid=e%d", pubs[i%2], i)
+	}, nil)
+	s.waitKey("freq:{win:device:two:dev}", 5000, 60*time.Second)
+	s.waitMetric(`freqcap_callback_journal_undelivered 0`, 10*time.Second)
+	s.waitKey("freq:{win:device:two:dev}", 5000, 0)
+	for _, st := range []*stack{s, &other} {
+		_, _, body := st.do("GET", "http://"+st.admin+"/metrics", "")
+		if !strings.Contains(body, `freqcap_callback_forwarded_total{result="counted"}`) {
+			t.Errorf("callback on %s delivered nothing", st.public)
+		}
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 	"github.com/freqcap/freqcap/shared/counting"
 )
 
-// notice is one accepted notice waiting to be counted.
+// notice is one accepted notice.
 type notice struct {
 	event    string
 	cid      string
@@ -29,17 +29,22 @@ type notice struct {
 	accepted time.Time
 }
 
-// Forwarder drains the queue of accepted notices to the counter's
-// POST /v1/incr/batch with a pool of workers: each takes up to BatchSize
-// notices (waiting at most BatchWait for more after the first), resolves
-// each notice's campaign once, and sends them in one request answered per
-// item. A batch that failed as a whole (network, 5xx) and the items the
-// counter could not write (10001/10004) are retried with exponential
-// backoff and jitter, with the same event ids; an item the counter refuses
-// (10003) is dropped alone. Every notice ends counted, or dropped with a
-// reason in a metric and a rate-limited log line.
+// Forwarder delivers the journal's notices to the counter's
+// POST /v1/incr/batch. A reader per partition takes new entries in
+// batches of up to BatchSize (waiting BatchWait for more after a short
+// read), a claimer takes entries other instances left idle for ClaimIdle,
+// and a pool of workers delivers each batch: it resolves each notice's
+// campaign once, sends the batch as one request answered per item, and
+// acknowledges (deletes) every entry the counter answered for. A batch that
+// failed as a whole (network, 5xx) and the items the counter could not
+// write (10001/10004) are retried with exponential backoff and jitter, with
+// the same event ids; an item the counter refuses (10003) is dropped alone,
+// with its reason in a metric and a rate-limited log line. What is still
+// undelivered after RetryFor, or when callback stops, stays in the journal
+// for the next claim.
 type Forwarder struct {
-	queue     chan notice
+	journal   *Journal
+	batches   chan []entry
 	client    *http.Client
 	incrURL   string
 	campaigns *Campaigns
@@ -47,102 +52,159 @@ type Forwarder struct {
 	metrics   *metrics
 	s         Settings
 
-	ctx      context.Context // canceled when the drain time is up
-	cancel   context.CancelFunc
-	workers  sync.WaitGroup
-	closed   atomic.Bool
-	mu       sync.RWMutex // held for reading while enqueueing, for writing to close the queue
-	shutdown atomic.Int64 // notices dropped because the drain time ran out
-	unlogged atomic.Int64 // notices dropped since the last log line
-	dropLog  rate.Sometimes
+	readCtx    context.Context // canceled to stop reading and claiming
+	stopRead   context.CancelFunc
+	ctx        context.Context // canceled when the drain time is up
+	cancel     context.CancelFunc
+	readers    sync.WaitGroup
+	workers    sync.WaitGroup
+	left       atomic.Int64 // entries given back to the journal at shutdown
+	unlogged   atomic.Int64 // notices dropped since the last log line
+	dropLog    rate.Sometimes
+	readLog    rate.Sometimes
+	releaseLog rate.Sometimes
 }
 
-func newForwarder(s Settings, campaigns *Campaigns, log *slog.Logger) *Forwarder {
+func newForwarder(s Settings, journal *Journal, campaigns *Campaigns, log *slog.Logger) *Forwarder {
 	ctx, cancel := context.WithCancel(context.Background())
+	readCtx, stopRead := context.WithCancel(ctx)
 	return &Forwarder{
-		queue: make(chan notice, s.QueueSize),
+		journal: journal,
+		batches: make(chan []entry),
 		client: &http.Client{Transport: &http.Transport{
 			MaxIdleConns:        s.Workers,
 			MaxIdleConnsPerHost: s.Workers,
 			IdleConnTimeout:     90 * time.Second,
 		}},
-		incrURL:   s.Counter.JoinPath("/v1/incr/batch").String(),
-		campaigns: campaigns,
-		log:       log,
-		s:         s,
-		ctx:       ctx,
-		cancel:    cancel,
-		dropLog:   rate.Sometimes{Interval: time.Second},
+		incrURL:    s.Counter.JoinPath("/v1/incr/batch").String(),
+		campaigns:  campaigns,
+		log:        log,
+		s:          s,
+		readCtx:    readCtx,
+		stopRead:   stopRead,
+		ctx:        ctx,
+		cancel:     cancel,
+		dropLog:    rate.Sometimes{Interval: time.Second},
+		readLog:    rate.Sometimes{Interval: 5 * time.Second},
+		releaseLog: rate.Sometimes{Interval: 5 * time.Second},
 	}
 }
 
-// Depth is the number of notices waiting.
-func (f *Forwarder) Depth() int { return len(f.queue) }
-
-// Enqueue queues n without blocking; false means the queue is full or
-// closed and the notice must be refused.
-func (f *Forwarder) Enqueue(n notice) bool {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	if f.closed.Load() {
-		return false
-	}
-	select {
-	case f.queue <- n:
-		return true
-	default:
-		return false
-	}
-}
-
-// Start launches the workers.
+// Start launches the readers, the claimer and the workers.
 func (f *Forwarder) Start() {
+	for p := range f.journal.keys {
+		f.readers.Go(func() { f.read(p) })
+	}
+	f.readers.Go(f.claim)
 	for range f.s.Workers {
 		f.workers.Go(func() {
-			for {
-				batch, ok := f.take()
-				if len(batch) > 0 {
-					f.deliver(batch)
-				}
-				if !ok {
-					return
-				}
+			for b := range f.batches {
+				f.deliver(b)
 			}
 		})
 	}
 }
 
-// take waits for a notice, then gathers up to BatchSize within BatchWait;
-// false once the queue is closed and empty.
-func (f *Forwarder) take() ([]notice, bool) {
-	n, ok := <-f.queue
-	if !ok {
-		return nil, false
-	}
-	batch := append(make([]notice, 0, f.s.BatchSize), n)
-	timer := time.NewTimer(f.s.BatchWait)
-	defer timer.Stop()
-	for len(batch) < f.s.BatchSize {
-		select {
-		case n, ok := <-f.queue:
-			if !ok {
-				return batch, false
+// read takes partition p's new entries and hands them to the workers. A
+// batch that waits for a worker waits in the journal: once read it is
+// pending with this instance, and claimed by another if it waits too long.
+func (f *Forwarder) read(p int) {
+	fail := f.newBackOff()
+	for f.readCtx.Err() == nil {
+		es, err := f.journal.Read(f.readCtx, p, f.s.BatchSize, time.Second)
+		if err == nil && len(es) > 0 && len(es) < f.s.BatchSize && f.s.BatchWait > 0 {
+			// A short batch: give the next notices a moment to join it.
+			if !sleep(f.readCtx, f.s.BatchWait) {
+				return
 			}
-			batch = append(batch, n)
-		case <-timer.C:
-			return batch, true
+			var more []entry
+			more, err = f.journal.Read(f.readCtx, p, f.s.BatchSize-len(es), 0)
+			es = append(es, more...)
+		}
+		if err != nil && f.readCtx.Err() == nil {
+			f.readLog.Do(func() { f.log.Warn("journal read failed, retrying", "partition", f.journal.keys[p], "err", err) })
+			if !sleep(f.readCtx, fail.NextBackOff()) {
+				return
+			}
+		} else {
+			fail.Reset()
+		}
+		if len(es) == 0 {
+			continue
+		}
+		select {
+		case f.batches <- es:
+		case <-f.readCtx.Done():
+			return
 		}
 	}
-	return batch, true
 }
 
-// Drain closes the queue and lets the workers deliver what is in it for up
-// to timeout; what is left then is dropped, counted and returned.
+// claim takes, every half claim time, the entries any instance (this one
+// included) left pending for longer than the claim time, and now and then
+// forgets consumers of earlier runs that hold nothing.
+func (f *Forwarder) claim() {
+	every := max(f.s.ClaimIdle/2, 50*time.Millisecond)
+	lastForget := time.Time{}
+	for sleep(f.readCtx, every) {
+		for p := range f.journal.keys {
+			for start := "0-0"; ; {
+				es, next, err := f.journal.Claim(f.readCtx, p, f.s.ClaimIdle, start, f.s.BatchSize)
+				if err != nil {
+					if f.readCtx.Err() == nil {
+						f.readLog.Do(func() { f.log.Warn("journal claim failed", "partition", f.journal.keys[p], "err", err) })
+					}
+					break
+				}
+				if len(es) > 0 {
+					f.metrics.claimed.Add(float64(len(es)))
+					select {
+					case f.batches <- es:
+					case <-f.readCtx.Done():
+						return
+					}
+				}
+				if next == "0-0" {
+					break
+				}
+				start = next
+			}
+		}
+		if time.Since(lastForget) > 10*time.Minute {
+			lastForget = time.Now()
+			if n, err := f.journal.Forget(f.readCtx, time.Hour); err == nil && n > 0 {
+				f.log.Info("journal: forgot idle consumers of earlier runs", "count", n)
+			}
+		}
+	}
+}
+
+// sleep waits d or until ctx ends; false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (f *Forwarder) newBackOff() *backoff.ExponentialBackOff {
+	eb := backoff.NewExponentialBackOff()
+	eb.InitialInterval = f.s.RetryInitial
+	eb.MaxInterval = f.s.RetryMax
+	return eb
+}
+
+// Drain stops reading, lets the workers finish the batches they hold for
+// up to timeout, and returns how many entries were given back to the
+// journal undelivered (another instance, or the next run, claims them).
 func (f *Forwarder) Drain(timeout time.Duration) int {
-	f.mu.Lock()
-	f.closed.Store(true)
-	close(f.queue)
-	f.mu.Unlock()
+	f.stopRead()
+	f.readers.Wait()
+	close(f.batches)
 	done := make(chan struct{})
 	go func() { f.workers.Wait(); close(done) }()
 	select {
@@ -152,54 +214,94 @@ func (f *Forwarder) Drain(timeout time.Duration) int {
 		<-done
 	}
 	f.cancel()
-	return int(f.shutdown.Load())
+	return int(f.left.Load())
 }
 
 // errRejected marks a 4xx answer: the counter will never accept the notice.
 var errRejected = errors.New("counter rejected the notice")
 
-func (f *Forwarder) deliver(batch []notice) {
-	if f.ctx.Err() != nil {
-		for _, n := range batch {
-			f.drop(n, "shutdown", f.ctx.Err())
+// deliver sends one batch of one partition until every entry is answered
+// for, acknowledging as it goes; what is left after RetryFor (or at
+// shutdown) stays pending in the journal.
+func (f *Forwarder) deliver(batch []entry) {
+	var pending []entry
+	for _, e := range batch {
+		if e.bad != nil {
+			f.drop(e, "malformed", e.bad)
+			f.ackAll([]entry{e})
+			continue
 		}
-		return
+		pending = append(pending, e)
 	}
-	items := f.items(batch)
-	eb := backoff.NewExponentialBackOff()
-	eb.InitialInterval = f.s.RetryInitial
-	eb.MaxInterval = f.s.RetryMax
-	pending := batch
+	items := f.items(pending)
+	touched := time.Now()
 	_, err := backoff.Retry(f.ctx, func() (struct{}, error) {
+		var done []entry
 		var err error
-		pending, items, err = f.attempt(pending, items)
+		done, pending, items, err = f.attempt(pending, items)
+		f.ackAll(done)
 		if err == nil && len(pending) > 0 {
 			err = fmt.Errorf("%d of the batch not written yet", len(pending))
 		}
 		return struct{}{}, err
 	},
-		backoff.WithBackOff(eb),
+		backoff.WithBackOff(f.newBackOff()),
 		backoff.WithMaxElapsedTime(f.s.RetryFor),
 		backoff.WithNotify(func(err error, wait time.Duration) {
 			f.metrics.retries.Inc()
 			f.log.Debug("forward failed, retrying", "notices", len(pending), "in", wait, "err", err)
+			if time.Since(touched) > f.s.ClaimIdle/3 {
+				// Still ours: keep other instances from claiming the batch.
+				touched = time.Now()
+				_ = f.journal.Touch(f.ctx, pending[0].part, entryIDs(pending))
+			}
 		}))
-	if err == nil {
+	if err == nil || len(pending) == 0 {
 		return
 	}
-	reason := "retries_exhausted"
 	if f.ctx.Err() != nil {
-		reason = "shutdown"
+		f.left.Add(int64(len(pending)))
+		return
 	}
-	for _, n := range pending {
-		f.drop(n, reason, err)
+	f.metrics.released.Add(float64(len(pending)))
+	f.releaseLog.Do(func() {
+		f.log.Warn("notices not delivered yet: left in the journal for the next claim", "count", len(pending), "retried_for", f.s.RetryFor, "err", err)
+	})
+}
+
+func entryIDs(es []entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.id
+	}
+	return out
+}
+
+// ackAll acknowledges entries of one partition, retrying briefly: an entry
+// whose acknowledgement is lost is delivered again, and the counter answers
+// its event id as a duplicate.
+func (f *Forwarder) ackAll(done []entry) {
+	if len(done) == 0 {
+		return
+	}
+	ids := entryIDs(done)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(f.ctx), f.s.ForwardTimeout)
+	defer cancel()
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		return struct{}{}, f.journal.Ack(ctx, done[0].part, ids)
+	}, backoff.WithBackOff(backoff.NewConstantBackOff(20*time.Millisecond)))
+	if err != nil {
+		f.readLog.Do(func() {
+			f.log.Warn("journal acknowledgement failed: these notices will be delivered again", "count", len(ids), "err", err)
+		})
 	}
 }
 
 // items resolves each notice's campaign (once) and builds its write.
-func (f *Forwarder) items(batch []notice) []counting.BatchItem {
+func (f *Forwarder) items(batch []entry) []counting.BatchItem {
 	items := make([]counting.BatchItem, len(batch))
-	for i, n := range batch {
+	for i, e := range batch {
+		n := e.n
 		it := counting.BatchItem{CID: n.cid, Event: n.event, Dims: n.dims, EID: n.eid}
 		camp := f.campaign(n)
 		if camp.WinLimitHours > 0 {
@@ -248,73 +350,70 @@ var errUnknown = errors.New("unknown campaign")
 // drop counts a notice that will never be counted: a metric each, and a
 // log line at most once a second with how many were dropped since the
 // last one and the latest of them.
-func (f *Forwarder) drop(n notice, reason string, err error) {
-	if reason == "shutdown" {
-		f.shutdown.Add(1)
-	}
+func (f *Forwarder) drop(e entry, reason string, err error) {
 	f.metrics.dropped.WithLabelValues(reason).Inc()
 	f.unlogged.Add(1)
 	f.dropLog.Do(func() {
-		f.log.Warn("notices dropped", "count", f.unlogged.Swap(0), "reason", reason, "event", n.event, "cid", n.cid, "eid", n.eid, "err", err)
+		f.log.Warn("notices dropped", "count", f.unlogged.Swap(0), "reason", reason, "event", e.n.event, "cid", e.n.cid, "eid", e.n.eid, "err", err)
 	})
 }
 
-// attempt sends one batch and sorts its answers: counted and duplicate
-// notices are done, refused ones dropped, the rest returned with their
-// items to send again. An error means the batch failed as a whole.
-func (f *Forwarder) attempt(batch []notice, items []counting.BatchItem) ([]notice, []counting.BatchItem, error) {
+// attempt sends one batch and sorts its answers: counted, duplicate and
+// refused (dropped) entries are done, the rest returned with their items
+// to send again. An error means the batch failed as a whole.
+func (f *Forwarder) attempt(batch []entry, items []counting.BatchItem) (done, again []entry, againItems []counting.BatchItem, err error) {
 	ctx, cancel := context.WithTimeout(f.ctx, f.s.ForwardTimeout)
 	defer cancel()
 	body, err := json.Marshal(counting.BatchRequest{Items: items})
 	if err != nil {
-		return batch, items, backoff.Permanent(err)
+		return nil, batch, items, backoff.Permanent(err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.incrURL, bytes.NewReader(body))
 	if err != nil {
-		return batch, items, backoff.Permanent(err)
+		return nil, batch, items, backoff.Permanent(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := f.client.Do(req)
 	if err != nil {
-		return batch, items, err
+		return nil, batch, items, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return batch, items, err
+		return nil, batch, items, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		err := fmt.Errorf("counter answered %d %s", resp.StatusCode, bytes.TrimSpace(b))
 		if resp.StatusCode < 500 {
 			// The batch itself was refused: no item of it will ever be.
-			for _, n := range batch {
-				f.drop(n, "counter_rejected", err)
+			for _, e := range batch {
+				f.drop(e, "counter_rejected", err)
 			}
-			return nil, nil, nil
+			return batch, nil, nil, nil
 		}
-		return batch, items, err
+		return nil, batch, items, err
 	}
 	var a counting.BatchResponse
 	if err := json.Unmarshal(b, &a); err != nil || len(a.Results) != len(batch) {
-		return batch, items, fmt.Errorf("counter answer of %d results for %d items: %v", len(a.Results), len(batch), err)
+		return nil, batch, items, fmt.Errorf("counter answer of %d results for %d items: %v", len(a.Results), len(batch), err)
 	}
-	var again []notice
-	var againItems []counting.BatchItem
 	for i, r := range a.Results {
-		n := batch[i]
+		e := batch[i]
 		switch {
 		case r.Code == 0:
-			f.metrics.forwardDuration.Observe(time.Since(n.accepted).Seconds())
+			f.metrics.forwardDuration.Observe(time.Since(e.n.accepted).Seconds())
 			if r.Duplicate {
 				f.metrics.forwarded.WithLabelValues("duplicate").Inc()
 			} else {
 				f.metrics.forwarded.WithLabelValues("counted").Inc()
 			}
+			done = append(done, e)
 		case r.Code == apierr.InvalidArgument:
-			f.drop(n, "counter_rejected", fmt.Errorf("%w: %s", errRejected, r.Msg))
+			f.drop(e, "counter_rejected", fmt.Errorf("%w: %s", errRejected, r.Msg))
+			done = append(done, e)
 		default:
-			again, againItems = append(again, n), append(againItems, items[i])
+			again, againItems = append(again, e), append(againItems, items[i])
 		}
 	}
-	return again, againItems, nil
+	return done, again, againItems, nil
 }

@@ -1,6 +1,7 @@
 // Command callback faces ad exchanges: it takes win, billing and impression
-// notices, answers at once, and forwards one counting request per notice to
-// the counter off the exchange's path, retried until it is counted.
+// notices, writes each to a journal in Redis before it answers, and
+// forwards them in batches to the counter off the exchange's path, retried
+// until each is counted.
 package main
 
 import (
@@ -56,11 +57,15 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	fwd := newForwarder(s, campaigns, log)
-	fwd.metrics = newMetrics(reg, func() float64 { return float64(fwd.Depth()) })
+	journal := newJournal(rdb, s.Partitions, s.JournalMax, consumerName())
+	if err := journal.Setup(ctx); err != nil {
+		return err
+	}
+	fwd := newForwarder(s, journal, campaigns, log)
+	fwd.metrics = newMetrics(reg, journal)
 	fwd.Start()
 
-	d := deps{log: log, settings: s, campaigns: campaigns, forwarder: fwd, metrics: fwd.metrics, draining: &atomic.Bool{}, registry: reg,
+	d := deps{log: log, settings: s, campaigns: campaigns, journal: journal, metrics: fwd.metrics, draining: &atomic.Bool{}, registry: reg,
 		httpMetrics: httpmetrics.New(reg, "callback")}
 	public, err := httpserver.ListenWith(s.Addr, "CALLBACK_ADDR", NewServer(d), httpserver.Public)
 	if err != nil {
@@ -82,15 +87,15 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 		return err
 	}
 
-	log.Info("callback draining: refusing new notices, delivering the queue", "queued", fwd.Depth(), "timeout", s.DrainTimeout)
+	log.Info("callback stopping: refusing new notices, finishing the deliveries under way", "timeout", s.DrainTimeout)
 	d.draining.Store(true)
 	if err := public.Shutdown(s.ShutdownTimeout); err != nil {
 		log.Warn("public listener shutdown", "err", err)
 	}
-	if lost := fwd.Drain(s.DrainTimeout); lost > 0 {
-		log.Error("callback stopped with undelivered notices", "undelivered", lost)
+	if left := fwd.Drain(s.DrainTimeout); left > 0 {
+		log.Warn("callback stopped: notices under way left in the journal for another instance or the next run", "left", left)
 	} else {
-		log.Info("callback drained: every accepted notice was delivered")
+		log.Info("callback stopped: every delivery under way finished")
 	}
 	if err := admin.Shutdown(s.ShutdownTimeout); err != nil {
 		log.Warn("admin listener shutdown", "err", err)

@@ -1,6 +1,11 @@
 package main
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // metrics are callback's own series; HTTP request metrics come from
 // shared/httpmetrics.
@@ -13,24 +18,26 @@ type metrics struct {
 	retries          prometheus.Counter
 	forwardDuration  prometheus.Histogram
 	unknownCampaigns prometheus.Counter
+	claimed          prometheus.Counter
+	released         prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, queueDepth func() float64) *metrics {
+func newMetrics(reg prometheus.Registerer, journal *Journal) *metrics {
 	m := &metrics{
 		received: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "freqcap_callback_notices_received_total", Help: "Notices received from exchanges, by event.",
 		}, []string{"event"}),
 		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "freqcap_callback_notices_accepted_total", Help: "Notices validated and queued (answered 2xx), by event.",
+			Name: "freqcap_callback_notices_accepted_total", Help: "Notices validated and written to the journal (answered 2xx), by event.",
 		}, []string{"event"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "freqcap_callback_notices_rejected_total", Help: "Notices refused, by event and reason (invalid, macro, audit, queue_full, draining).",
+			Name: "freqcap_callback_notices_rejected_total", Help: "Notices refused, by event and reason (invalid, macro, audit, conflict, too_large, journal_full, journal_unavailable, draining).",
 		}, []string{"event", "reason"}),
 		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "freqcap_callback_forwarded_total", Help: "Notices delivered to the counter, by result (counted, duplicate).",
 		}, []string{"result"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "freqcap_callback_dropped_total", Help: "Accepted notices that were not counted, by reason (counter_rejected, retries_exhausted, shutdown).",
+			Name: "freqcap_callback_dropped_total", Help: "Accepted notices that will never be counted, by reason (counter_rejected, malformed).",
 		}, []string{"reason"}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "freqcap_callback_forward_retries_total", Help: "Forwarding attempts that failed and were retried.",
@@ -42,10 +49,50 @@ func newMetrics(reg prometheus.Registerer, queueDepth func() float64) *metrics {
 		unknownCampaigns: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "freqcap_callback_unknown_campaigns_total", Help: "Notices for campaigns not in Redis, counted with the day counter only.",
 		}),
+		claimed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "freqcap_callback_journal_claimed_total", Help: "Journal entries taken over after they were left idle (by a crashed instance, or after RetryFor).",
+		}),
+		released: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "freqcap_callback_journal_released_total", Help: "Notices still undelivered after CALLBACK_RETRY_FOR, left in the journal for the next claim.",
+		}),
 	}
-	depth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "freqcap_callback_queue_depth", Help: "Notices waiting to be forwarded.",
-	}, queueDepth)
-	reg.MustRegister(m.received, m.accepted, m.rejected, m.forwarded, m.dropped, m.retries, m.forwardDuration, m.unknownCampaigns, depth)
+	reg.MustRegister(m.received, m.accepted, m.rejected, m.forwarded, m.dropped, m.retries, m.forwardDuration, m.unknownCampaigns,
+		m.claimed, m.released, &journalCollector{j: journal})
 	return m
+}
+
+// journalCollector reads the journal's state from Redis when /metrics is
+// scraped.
+type journalCollector struct{ j *Journal }
+
+var (
+	journalUndelivered = prometheus.NewDesc("freqcap_callback_journal_undelivered",
+		"Accepted notices in the journal, not yet delivered to the counter (all instances).", nil, nil)
+	journalPending = prometheus.NewDesc("freqcap_callback_journal_pending",
+		"Notices read from the journal by an instance and not yet acknowledged (all instances).", nil, nil)
+	journalLag = prometheus.NewDesc("freqcap_callback_journal_lag_seconds",
+		"Age of the oldest undelivered notice.", nil, nil)
+	journalUp = prometheus.NewDesc("freqcap_callback_journal_up",
+		"1 when the journal's state could be read for this scrape.", nil, nil)
+)
+
+func (c *journalCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- journalUndelivered
+	ch <- journalPending
+	ch <- journalLag
+	ch <- journalUp
+}
+
+func (c *journalCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	st, err := c.j.Stats(ctx)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(journalUp, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(journalUp, prometheus.GaugeValue, 1)
+	ch <- prometheus.MustNewConstMetric(journalUndelivered, prometheus.GaugeValue, float64(st.undelivered))
+	ch <- prometheus.MustNewConstMetric(journalPending, prometheus.GaugeValue, float64(st.pending))
+	ch <- prometheus.MustNewConstMetric(journalLag, prometheus.GaugeValue, st.lag.Seconds())
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -108,11 +109,13 @@ func noticeForm(r *http.Request, dims []string) (url.Values, *rejection) {
 	return q, nil
 }
 
-// handleNotice takes one kind of notice: validate, queue, answer at once.
-func handleNotice(event string, dims []string, fwd *Forwarder, m *metrics, draining *atomic.Bool, log *slog.Logger, asPixel bool) http.Handler {
+// handleNotice takes one kind of notice: validate, write it to the
+// journal, answer.
+func handleNotice(event string, dims []string, journal *Journal, timeout time.Duration, m *metrics, draining *atomic.Bool, log *slog.Logger, asPixel bool) http.Handler {
 	received := m.received.WithLabelValues(event)
 	accepted := m.accepted.WithLabelValues(event)
 	full := &rate.Sometimes{Interval: time.Second}
+	down := &rate.Sometimes{Interval: time.Second}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		received.Inc()
 		if draining.Load() {
@@ -145,11 +148,21 @@ func handleNotice(event string, dims []string, fwd *Forwarder, m *metrics, drain
 			httpjson.Error(w, r, log, rej.err)
 			return
 		}
-		n.accepted = time.Now()
-		if !fwd.Enqueue(n) {
-			m.rejected.WithLabelValues(event, "queue_full").Inc()
-			full.Do(func() { log.Warn("queue full: refusing notices with 503", "queued", fwd.Depth()) })
-			unavailable(w, "queue full, send again")
+		// Persist before acknowledging: a 2xx promises the notice is in the
+		// journal, which outlives this process.
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		err := journal.Append(ctx, n)
+		cancel()
+		switch {
+		case errors.Is(err, errJournalFull):
+			m.rejected.WithLabelValues(event, "journal_full").Inc()
+			full.Do(func() { log.Warn("journal full: refusing notices with 503 until the counter catches up") })
+			unavailable(w, "journal full, send again")
+			return
+		case err != nil:
+			m.rejected.WithLabelValues(event, "journal_unavailable").Inc()
+			down.Do(func() { log.Warn("journal unavailable: refusing notices with 503", "err", err) })
+			unavailable(w, "journal unavailable, send again")
 			return
 		}
 		accepted.Inc()
@@ -166,8 +179,8 @@ func handleNotice(event string, dims []string, fwd *Forwarder, m *metrics, drain
 	})
 }
 
-// unavailable refuses a notice for now. It logs nothing itself: under
-// overload it answers thousands of times a second; the metric counts them.
+// unavailable refuses a notice for now: nothing was kept, the exchange
+// sends it again after Retry-After.
 func unavailable(w http.ResponseWriter, msg string) {
 	w.Header().Set("Retry-After", "1")
 	httpjson.Write(w, http.StatusServiceUnavailable, httpjson.Body{Code: apierr.Unavailable, Msg: msg})

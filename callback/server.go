@@ -18,7 +18,7 @@ type deps struct {
 	log       *slog.Logger
 	settings  Settings
 	campaigns *Campaigns
-	forwarder *Forwarder
+	journal   *Journal
 	metrics   *metrics
 	draining  *atomic.Bool
 	registry  *prometheus.Registry

@@ -51,7 +51,7 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	var procs []*exec.Cmd
 	defer func() {
-		// Last started, first stopped: callback drains into a counter
+		// Last started, first stopped: callback finishes its deliveries to a counter
 		// that is still up.
 		for _, p := range slices.Backward(procs) {
 			_ = p.Process.Signal(syscall.SIGTERM)
@@ -113,7 +113,7 @@ func startRedis(ctx context.Context, out io.Writer) (string, func(), error) {
 			return "", nil, err
 		}
 		// Not tied to ctx and in its own process group: Redis stops last,
-		// after callback has drained into the counter.
+		// after callback has stopped reading its journal.
 		cmd := exec.Command(bin, "--port", "6379", "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {

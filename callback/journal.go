@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/freqcap/freqcap/lua"
+	"github.com/freqcap/freqcap/shared/ids"
+)
+
+// Journal is the durable log of accepted notices: a notice is answered 2xx
+// only once it is in a Redis Stream, and leaves the stream only once the
+// counter has answered for it. The log is spread over several stream keys
+// (partitions, notices:{<p>}) so that on Redis Cluster the partitions land
+// on different shards. Every callback instance reads every partition in one
+// consumer group, so each entry goes to one instance; entries an instance
+// took and did not acknowledge (it crashed, or gave up retrying) are claimed
+// by any instance once they have been idle for the claim time.
+type Journal struct {
+	rdb      rueidis.Client
+	keys     []string
+	group    string
+	consumer string
+	perPart  int64 // maximum undelivered entries per partition
+	next     atomic.Uint64
+	append   *rueidis.Lua
+	ack      *rueidis.Lua
+}
+
+// entry is one notice read from the journal.
+type entry struct {
+	part int
+	id   string
+	n    notice
+	bad  error // the entry could not be decoded
+}
+
+// journalGroup is the consumer group every callback instance reads in.
+const journalGroup = "callback"
+
+// errJournalFull means the partition holds its maximum of undelivered
+// notices: the counter has been unreachable for a while.
+var errJournalFull = errors.New("journal full")
+
+func journalKey(p int) string { return "notices:{" + strconv.Itoa(p) + "}" }
+
+func newJournal(rdb rueidis.Client, partitions, maxLen int, consumer string) *Journal {
+	j := &Journal{rdb: rdb, group: journalGroup, consumer: consumer,
+		perPart: int64((maxLen + partitions - 1) / partitions),
+		append:  rueidis.NewLuaScript(lua.JournalAppend),
+		ack:     rueidis.NewLuaScript(lua.JournalAck)}
+	for p := range partitions {
+		j.keys = append(j.keys, journalKey(p))
+	}
+	return j
+}
+
+// consumerName names this process in the consumer group: unique per run,
+// so that a restarted instance claims what its predecessor left like any
+// other instance does.
+func consumerName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), ids.Random(""))
+}
+
+// Setup creates the consumer group on every partition (and the streams).
+func (j *Journal) Setup(ctx context.Context) error {
+	for p := range j.keys {
+		if err := j.createGroup(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (j *Journal) createGroup(ctx context.Context, p int) error {
+	err := j.rdb.Do(ctx, j.rdb.B().XgroupCreate().Key(j.keys[p]).Group(j.group).Id("0").Mkstream().Build()).Error()
+	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return fmt.Errorf("journal %s: create consumer group: %w", j.keys[p], err)
+	}
+	return nil
+}
+
+// Append writes n to the next partition; errJournalFull when it is full.
+func (j *Journal) Append(ctx context.Context, n notice) error {
+	p := int(j.next.Add(1) % uint64(len(j.keys)))
+	args := make([]string, 0, 7+2*len(n.dims))
+	args = append(args, strconv.FormatInt(j.perPart, 10), "E", n.event, "C", n.cid, "I", n.eid)
+	for d, v := range n.dims {
+		args = append(args, d, v)
+	}
+	err := j.append.Exec(ctx, j.rdb, j.keys[p:p+1], args).Error()
+	if err != nil && strings.HasPrefix(err.Error(), "FULL") {
+		return errJournalFull
+	}
+	return err
+}
+
+// decode turns a stream entry back into its notice. Fields E, C and I are
+// the event, campaign and event id; every other field is a dimension
+// (dimension names are lower case).
+func decode(p int, e rueidis.XRangeEntry) entry {
+	out := entry{part: p, id: e.ID}
+	n := notice{dims: make(map[string]string, len(e.FieldValues))}
+	for f, v := range e.FieldValues {
+		switch f {
+		case "E":
+			n.event = v
+		case "C":
+			n.cid = v
+		case "I":
+			n.eid = v
+		default:
+			n.dims[f] = v
+		}
+	}
+	ms, _, _ := strings.Cut(e.ID, "-")
+	if t, err := strconv.ParseInt(ms, 10, 64); err == nil {
+		n.accepted = time.UnixMilli(t)
+	}
+	if n.event == "" || n.cid == "" || n.eid == "" || len(n.dims) == 0 {
+		out.bad = fmt.Errorf("journal entry %s of %s is not a notice: %v", e.ID, journalKey(p), e.FieldValues)
+	}
+	out.n = n
+	return out
+}
+
+func decodeAll(p int, es []rueidis.XRangeEntry) []entry {
+	out := make([]entry, len(es))
+	for i, e := range es {
+		out[i] = decode(p, e)
+	}
+	return out
+}
+
+// Read takes up to count new entries of partition p for this consumer,
+// waiting up to block for the first (block <= 0: not at all).
+func (j *Journal) Read(ctx context.Context, p, count int, block time.Duration) ([]entry, error) {
+	key := j.keys[p]
+	c := j.rdb.B().Xreadgroup().Group(j.group, j.consumer).Count(int64(count))
+	var cmd rueidis.Completed
+	if block > 0 {
+		cmd = c.Block(block.Milliseconds()).Streams().Key(key).Id(">").Build()
+	} else {
+		cmd = c.Streams().Key(key).Id(">").Build()
+	}
+	streams, err := j.rdb.Do(ctx, cmd).AsXRead()
+	if rueidis.IsRedisNil(err) {
+		return nil, nil
+	}
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "NOGROUP") {
+			// The stream was deleted (by hand, or FLUSHALL): start it again.
+			if cerr := j.createGroup(ctx, p); cerr != nil {
+				return nil, cerr
+			}
+		}
+		return nil, err
+	}
+	return decodeAll(p, streams[key]), nil
+}
+
+// Claim takes up to count entries of partition p that have been pending
+// with any consumer for at least idle, scanning from start; it returns the
+// cursor to go on from ("0-0" once the scan is complete).
+func (j *Journal) Claim(ctx context.Context, p int, idle time.Duration, start string, count int) ([]entry, string, error) {
+	arr, err := j.rdb.Do(ctx, j.rdb.B().Xautoclaim().Key(j.keys[p]).Group(j.group).Consumer(j.consumer).
+		MinIdleTime(strconv.FormatInt(idle.Milliseconds(), 10)).Start(start).Count(int64(count)).Build()).ToArray()
+	if err != nil {
+		return nil, "0-0", err
+	}
+	if len(arr) < 2 {
+		return nil, "0-0", fmt.Errorf("XAUTOCLAIM %s: %d elements in the answer", j.keys[p], len(arr))
+	}
+	next, err := arr[0].ToString()
+	if err != nil {
+		return nil, "0-0", err
+	}
+	es, err := arr[1].AsXRange()
+	if err != nil {
+		return nil, "0-0", err
+	}
+	return decodeAll(p, es), next, nil
+}
+
+// Touch resets the idle time of entries this consumer is still delivering,
+// so that no other instance claims them meanwhile.
+func (j *Journal) Touch(ctx context.Context, p int, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return j.rdb.Do(ctx, j.rdb.B().Xclaim().Key(j.keys[p]).Group(j.group).Consumer(j.consumer).
+		MinIdleTime("0").Id(ids...).Justid().Build()).Error()
+}
+
+// Ack acknowledges delivered entries of partition p and deletes them.
+func (j *Journal) Ack(ctx context.Context, p int, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return j.ack.Exec(ctx, j.rdb, j.keys[p:p+1], append([]string{j.group}, ids...)).Error()
+}
+
+// journalStats is the state of the whole journal.
+type journalStats struct {
+	undelivered int64         // entries in the streams
+	pending     int64         // read by an instance, not yet acknowledged
+	lag         time.Duration // age of the oldest undelivered entry
+}
+
+// Stats reads the length, pending count and oldest entry of every
+// partition in one round trip per node.
+func (j *Journal) Stats(ctx context.Context) (journalStats, error) {
+	cmds := make(rueidis.Commands, 0, 3*len(j.keys))
+	for _, k := range j.keys {
+		cmds = append(cmds,
+			j.rdb.B().Xlen().Key(k).Build(),
+			j.rdb.B().Xpending().Key(k).Group(j.group).Build(),
+			j.rdb.B().Xrange().Key(k).Start("-").End("+").Count(1).Build())
+	}
+	var st journalStats
+	now := time.Now()
+	res := j.rdb.DoMulti(ctx, cmds...)
+	for i := 0; i < len(res); i += 3 {
+		n, err := res[i].AsInt64()
+		if err != nil {
+			return st, err
+		}
+		st.undelivered += n
+		if summary, err := res[i+1].ToArray(); err == nil && len(summary) > 0 {
+			c, _ := summary[0].AsInt64()
+			st.pending += c
+		}
+		if first, err := res[i+2].AsXRange(); err == nil && len(first) == 1 {
+			if e := decode(0, first[0]); !e.n.accepted.IsZero() {
+				st.lag = max(st.lag, now.Sub(e.n.accepted))
+			}
+		}
+	}
+	return st, nil
+}
+
+// Forget removes consumers (earlier runs of callback) that hold no pending
+// entry and have been idle for longer than idle, so the group does not
+// grow with every restart.
+func (j *Journal) Forget(ctx context.Context, idle time.Duration) (int, error) {
+	forgotten := 0
+	for _, k := range j.keys {
+		consumers, err := j.rdb.Do(ctx, j.rdb.B().XinfoConsumers().Key(k).Group(j.group).Build()).ToArray()
+		if err != nil {
+			return forgotten, err
+		}
+		for _, c := range consumers {
+			m, err := c.AsMap()
+			if err != nil {
+				continue
+			}
+			nameMsg, pendingMsg, idleMsg := m["name"], m["pending"], m["idle"]
+			name, _ := nameMsg.ToString()
+			pending, _ := pendingMsg.AsInt64()
+			ms, _ := idleMsg.AsInt64()
+			if name == j.consumer || pending > 0 || time.Duration(ms)*time.Millisecond < idle {
+				continue
+			}
+			if err := j.rdb.Do(ctx, j.rdb.B().XgroupDelconsumer().Key(k).Group(j.group).Consumername(name).Build()).Error(); err != nil {
+				return forgotten, err
+			}
+			forgotten++
+		}
+	}
+	return forgotten, nil
+}

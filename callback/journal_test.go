@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/freqcap/freqcap/shared/redistest"
+)
+
+func newTestJournal(t *testing.T, partitions, maxLen int) (*Journal, rueidis.Client) {
+	t.Helper()
+	srv := redistest.Start(t)
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	j := newJournal(c, partitions, maxLen, "a")
+	if err := j.Setup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Setup twice (a second instance) is fine.
+	if err := j.Setup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return j, c
+}
+
+func testNotice(eid string) notice {
+	return notice{event: "win", cid: "42", eid: eid, dims: map[string]string{"device": "d1", "bundle": "com.x"}}
+}
+
+func TestJournalKeepsNoticesUntilAcknowledged(t *testing.T) {
+	ctx := context.Background()
+	j, c := newTestJournal(t, 2, 4)
+	for i, eid := range []string{"e1", "e2", "e3", "e4"} {
+		if err := j.Append(ctx, testNotice(eid)); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	// Two per partition: both are full, and a refused append writes nothing.
+	if err := j.Append(ctx, testNotice("e5")); !errors.Is(err, errJournalFull) {
+		t.Fatalf("append to a full partition: %v, want errJournalFull", err)
+	}
+	st, err := j.Stats(ctx)
+	if err != nil || st.undelivered != 4 || st.pending != 0 {
+		t.Fatalf("stats %+v (%v), want 4 undelivered, 0 pending", st, err)
+	}
+
+	var got []entry
+	for p := range j.keys {
+		es, err := j.Read(ctx, p, 10, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, es...)
+	}
+	if len(got) != 4 {
+		t.Fatalf("read %d entries, want 4", len(got))
+	}
+	for _, e := range got {
+		if e.bad != nil || e.n.event != "win" || e.n.cid != "42" || e.n.dims["device"] != "d1" || e.n.dims["bundle"] != "com.x" || len(e.n.dims) != 2 {
+			t.Errorf("entry %s decoded as %+v (%v)", e.id, e.n, e.bad)
+		}
+		if time.Since(e.n.accepted) > time.Minute || time.Since(e.n.accepted) < 0 {
+			t.Errorf("entry %s accepted at %s", e.id, e.n.accepted)
+		}
+	}
+	if st, _ := j.Stats(ctx); st.pending != 4 {
+		t.Errorf("after reading: %d pending, want 4", st.pending)
+	}
+
+	// A read entry left unacknowledged is claimed by another consumer once idle.
+	other := newJournal(c, 2, 4, "b")
+	if es, _, err := other.Claim(ctx, got[0].part, time.Hour, "0-0", 10); err != nil || len(es) != 0 {
+		t.Fatalf("claimed %d entries that were not idle for long (%v)", len(es), err)
+	}
+	var claimed []entry
+	for p := range j.keys {
+		es, next, err := other.Claim(ctx, p, 0, "0-0", 10)
+		if err != nil || next != "0-0" {
+			t.Fatalf("claim: %v (cursor %s)", err, next)
+		}
+		claimed = append(claimed, es...)
+	}
+	if len(claimed) != 4 {
+		t.Fatalf("claimed %d entries, want 4", len(claimed))
+	}
+
+	// Acknowledged entries leave the stream: the partition takes new ones.
+	for _, e := range claimed {
+		if err := other.Ack(ctx, e.part, []string{e.id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, _ := j.Stats(ctx); st.undelivered != 0 || st.pending != 0 || st.lag != 0 {
+		t.Errorf("after acknowledging: %+v, want an empty journal", st)
+	}
+	if err := j.Append(ctx, testNotice("e5")); err != nil {
+		t.Errorf("append after acknowledging: %v", err)
+	}
+
+	// Consumers without pending entries are forgotten once idle.
+	if n, err := j.Forget(ctx, 0); err != nil || n != 2 {
+		t.Errorf("forgot %d consumers (%v), want b on both partitions", n, err)
+	}
+}
+
+func TestJournalRecreatesAFlushedStream(t *testing.T) {
+	ctx := context.Background()
+	j, c := newTestJournal(t, 1, 10)
+	if err := c.Do(ctx, c.B().Flushall().Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Read(ctx, 0, 10, 0); err == nil {
+		t.Fatal("read of a flushed journal: no error")
+	}
+	if err := j.Append(ctx, testNotice("e1")); err != nil {
+		t.Fatal(err)
+	}
+	es, err := j.Read(ctx, 0, 10, 0)
+	if err != nil || len(es) != 1 {
+		t.Fatalf("after the group came back: %d entries (%v), want 1", len(es), err)
+	}
+}
+
+func TestJournalRefusesEntriesThatAreNotNotices(t *testing.T) {
+	ctx := context.Background()
+	j, c := newTestJournal(t, 1, 10)
+	if err := c.Do(ctx, c.B().Xadd().Key(journalKey(0)).Id("*").FieldValue().FieldValue("junk", "1").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	es, err := j.Read(ctx, 0, 10, 0)
+	if err != nil || len(es) != 1 || es[0].bad == nil {
+		t.Fatalf("a junk entry: %+v (%v), want it marked bad", es, err)
+	}
+}
