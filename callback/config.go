@@ -25,6 +25,7 @@ type Config struct {
 	Partitions      int           `env:"CALLBACK_JOURNAL_PARTITIONS" envDefault:"8"`
 	ClaimIdle       time.Duration `env:"CALLBACK_CLAIM_IDLE" envDefault:"30s"`
 	AppendTimeout   time.Duration `env:"CALLBACK_APPEND_TIMEOUT" envDefault:"500ms"`
+	FlushDelay      time.Duration `env:"CALLBACK_REDIS_FLUSH_DELAY" envDefault:"50us"`
 	Workers         int           `env:"CALLBACK_WORKERS" envDefault:"32"`
 	BatchSize       int           `env:"CALLBACK_BATCH_SIZE" envDefault:"100"`
 	BatchWait       time.Duration `env:"CALLBACK_BATCH_WAIT" envDefault:"2ms"`
@@ -81,6 +82,8 @@ func loadSettings(environ []string) (Settings, error) {
 		return s, fmt.Errorf("CALLBACK_BATCH_SIZE: must be between 1 and 1000 (the counter's COUNTER_MAX_BATCH), got %d", cfg.BatchSize)
 	case cfg.BatchWait < 0 || cfg.BatchWait > time.Second:
 		return s, fmt.Errorf("CALLBACK_BATCH_WAIT: must be between 0 and 1s, got %s", cfg.BatchWait)
+	case cfg.FlushDelay < 0 || cfg.FlushDelay > time.Millisecond:
+		return s, fmt.Errorf("CALLBACK_REDIS_FLUSH_DELAY: must be between 0 and 1ms, got %s", cfg.FlushDelay)
 	case cfg.MaxPaceWindow < 1:
 		return s, fmt.Errorf("CALLBACK_MAX_PACE_WINDOW_SEC: must be at least 1, got %d", cfg.MaxPaceWindow)
 	case cfg.MaxWindowHours < 1:

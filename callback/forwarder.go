@@ -96,6 +96,7 @@ func (f *Forwarder) Start() {
 		f.readers.Go(func() { f.read(p) })
 	}
 	f.readers.Go(f.claim)
+	f.readers.Go(func() { f.journal.KeepSampling(f.readCtx) })
 	for range f.s.Workers {
 		f.workers.Go(func() {
 			for b := range f.batches {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/freqcap/freqcap/lua"
 	"github.com/freqcap/freqcap/shared/ids"
 )
 
@@ -31,8 +30,7 @@ type Journal struct {
 	consumer string
 	perPart  int64 // maximum undelivered entries per partition
 	next     atomic.Uint64
-	append   *rueidis.Lua
-	ack      *rueidis.Lua
+	lengths  []atomic.Int64 // each partition's length: sampled, plus this instance's appends since
 }
 
 // entry is one notice read from the journal.
@@ -55,12 +53,50 @@ func journalKey(p int) string { return "notices:{" + strconv.Itoa(p) + "}" }
 func newJournal(rdb rueidis.Client, partitions, maxLen int, consumer string) *Journal {
 	j := &Journal{rdb: rdb, group: journalGroup, consumer: consumer,
 		perPart: int64((maxLen + partitions - 1) / partitions),
-		append:  rueidis.NewLuaScript(lua.JournalAppend),
-		ack:     rueidis.NewLuaScript(lua.JournalAck)}
+		lengths: make([]atomic.Int64, partitions)}
 	for p := range partitions {
 		j.keys = append(j.keys, journalKey(p))
 	}
 	return j
+}
+
+// sampleEvery is how often the partitions' lengths are read from Redis:
+// the bound on the journal holds within what every instance appends in
+// that time.
+const sampleEvery = 100 * time.Millisecond
+
+// Sample reads every partition's length (one round trip per node).
+func (j *Journal) Sample(ctx context.Context) error {
+	cmds := make(rueidis.Commands, len(j.keys))
+	for p, k := range j.keys {
+		cmds[p] = j.rdb.B().Xlen().Key(k).Build()
+	}
+	for p, r := range j.rdb.DoMulti(ctx, cmds...) {
+		n, err := r.AsInt64()
+		if err != nil {
+			return err
+		}
+		j.lengths[p].Store(n)
+	}
+	return nil
+}
+
+// KeepSampling trims what was delivered and samples the lengths until
+// ctx ends.
+func (j *Journal) KeepSampling(ctx context.Context) {
+	t := time.NewTicker(sampleEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			sctx, cancel := context.WithTimeout(ctx, sampleEvery)
+			_ = j.Trim(sctx)
+			_ = j.Sample(sctx)
+			cancel()
+		}
+	}
 }
 
 // consumerName names this process in the consumer group: unique per run,
@@ -71,14 +107,15 @@ func consumerName() string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), ids.Random(""))
 }
 
-// Setup creates the consumer group on every partition (and the streams).
+// Setup creates the consumer group on every partition (and the streams)
+// and reads their lengths.
 func (j *Journal) Setup(ctx context.Context) error {
 	for p := range j.keys {
 		if err := j.createGroup(ctx, p); err != nil {
 			return err
 		}
 	}
-	return nil
+	return j.Sample(ctx)
 }
 
 func (j *Journal) createGroup(ctx context.Context, p int) error {
@@ -89,19 +126,22 @@ func (j *Journal) createGroup(ctx context.Context, p int) error {
 	return nil
 }
 
-// Append writes n to the next partition; errJournalFull when it is full.
+// Append writes n to the next partition (one XADD); errJournalFull when
+// the partition holds its maximum of undelivered notices.
 func (j *Journal) Append(ctx context.Context, n notice) error {
 	p := int(j.next.Add(1) % uint64(len(j.keys)))
-	args := make([]string, 0, 7+2*len(n.dims))
-	args = append(args, strconv.FormatInt(j.perPart, 10), "E", n.event, "C", n.cid, "I", n.eid)
-	for d, v := range n.dims {
-		args = append(args, d, v)
-	}
-	err := j.append.Exec(ctx, j.rdb, j.keys[p:p+1], args).Error()
-	if err != nil && strings.HasPrefix(err.Error(), "FULL") {
+	if j.lengths[p].Load() >= j.perPart {
 		return errJournalFull
 	}
-	return err
+	fv := j.rdb.B().Xadd().Key(j.keys[p]).Id("*").FieldValue().FieldValue("E", n.event).FieldValue("C", n.cid).FieldValue("I", n.eid)
+	for d, v := range n.dims {
+		fv = fv.FieldValue(d, v)
+	}
+	if err := j.rdb.Do(ctx, fv.Build()).Error(); err != nil {
+		return err
+	}
+	j.lengths[p].Add(1)
+	return nil
 }
 
 // decode turns a stream entry back into its notice. Fields E, C and I are
@@ -201,13 +241,112 @@ func (j *Journal) Touch(ctx context.Context, p int, ids []string) error {
 		MinIdleTime("0").Id(ids...).Justid().Build()).Error()
 }
 
-// Ack acknowledges delivered entries of partition p and deletes them.
+// Ack acknowledges delivered entries of partition p; Trim removes them.
 func (j *Journal) Ack(ctx context.Context, p int, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	return j.ack.Exec(ctx, j.rdb, j.keys[p:p+1], append([]string{j.group}, ids...)).Error()
+	return j.rdb.Do(ctx, j.rdb.B().Xack().Key(j.keys[p]).Group(j.group).Id(ids...).Build()).Error()
 }
+
+// Trim removes from every partition the entries before the oldest one not
+// yet acknowledged: those that were never read (after the group's last
+// delivered id) and those read but pending (from the oldest pending id) stay.
+// It reads the group's last delivered id before the oldest pending id, so
+// an entry read in between is after the former and stays too. One XTRIM
+// MINID per partition every sampleEvery costs far less than an XDEL per
+// delivered batch.
+func (j *Journal) Trim(ctx context.Context) error {
+	cmds := make(rueidis.Commands, 0, 2*len(j.keys))
+	for _, k := range j.keys {
+		cmds = append(cmds, j.rdb.B().XinfoGroups().Key(k).Build(), j.rdb.B().Xpending().Key(k).Group(j.group).Build())
+	}
+	res := j.rdb.DoMulti(ctx, cmds...)
+	var trims rueidis.Commands
+	for p, k := range j.keys {
+		minID, ok := j.firstToKeep(res[2*p], res[2*p+1])
+		if ok {
+			trims = append(trims, j.rdb.B().Xtrim().Key(k).Minid().Exact().Threshold(minID.String()).Build())
+		}
+	}
+	for _, r := range j.rdb.DoMulti(ctx, trims...) {
+		if err := r.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// firstToKeep is the oldest entry id Trim must keep, from XINFO GROUPS and
+// XPENDING.
+func (j *Journal) firstToKeep(groups, pending rueidis.RedisResult) (streamID, bool) {
+	gs, err := groups.ToArray()
+	if err != nil {
+		return streamID{}, false
+	}
+	var keep streamID
+	found := false
+	for _, g := range gs {
+		m, err := g.AsMap()
+		if err != nil {
+			continue
+		}
+		nameMsg, lastMsg := m["name"], m["last-delivered-id"]
+		if name, _ := nameMsg.ToString(); name != j.group {
+			continue
+		}
+		last, _ := lastMsg.ToString()
+		id, err := parseStreamID(last)
+		if err != nil {
+			return streamID{}, false
+		}
+		keep, found = id.next(), true
+	}
+	if !found {
+		return streamID{}, false
+	}
+	summary, err := pending.ToArray()
+	if err != nil || len(summary) < 2 {
+		return streamID{}, false
+	}
+	if n, _ := summary[0].AsInt64(); n > 0 {
+		oldest, _ := summary[1].ToString()
+		id, err := parseStreamID(oldest)
+		if err != nil {
+			return streamID{}, false
+		}
+		if id.less(keep) {
+			keep = id
+		}
+	}
+	return keep, true
+}
+
+// streamID is a stream entry id, milliseconds-sequence.
+type streamID struct{ ms, seq uint64 }
+
+func parseStreamID(s string) (streamID, error) {
+	ms, seq, ok := strings.Cut(s, "-")
+	a, err1 := strconv.ParseUint(ms, 10, 64)
+	b, err2 := strconv.ParseUint(seq, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return streamID{}, fmt.Errorf("stream id %q", s)
+	}
+	return streamID{a, b}, nil
+}
+
+func (id streamID) next() streamID {
+	if id.seq == ^uint64(0) {
+		return streamID{id.ms + 1, 0}
+	}
+	return streamID{id.ms, id.seq + 1}
+}
+
+func (id streamID) String() string {
+	return strconv.FormatUint(id.ms, 10) + "-" + strconv.FormatUint(id.seq, 10)
+}
+
+func (id streamID) less(o streamID) bool { return id.ms < o.ms || id.ms == o.ms && id.seq < o.seq }
 
 // journalStats is the state of the whole journal.
 type journalStats struct {

@@ -91,14 +91,59 @@ func TestJournalKeepsNoticesUntilAcknowledged(t *testing.T) {
 		t.Fatalf("claimed %d entries, want 4", len(claimed))
 	}
 
-	// Acknowledged entries leave the stream: the partition takes new ones.
-	for _, e := range claimed {
+	// Acknowledged entries are trimmed: the partition takes new ones. An
+	// entry still pending, and one never read, stay.
+	// Entries come in partition order: the last one, still pending, is in
+	// the other partition than the first.
+	last := claimed[len(claimed)-1]
+	for _, e := range claimed[:len(claimed)-1] {
 		if err := other.Ack(ctx, e.part, []string{e.id}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	unread := testNotice("e6")
+	p0 := claimed[0].part
+	j.next.Store(uint64(p0 + len(j.keys) - 1)) // the next append goes to p0
+	if err := j.Append(ctx, unread); !errors.Is(err, errJournalFull) {
+		t.Fatalf("append to a partition full of acknowledged entries before a trim: %v", err)
+	}
+	if err := j.Trim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Sample(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := j.Stats(ctx); st.undelivered != 1 || st.pending != 1 {
+		t.Fatalf("after acknowledging all but one: %+v, want the pending one kept", st)
+	}
+	j.next.Store(uint64(p0 + len(j.keys) - 1))
+	if err := j.Append(ctx, unread); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Trim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := j.Stats(ctx); st.undelivered != 2 {
+		t.Fatalf("an unread entry was trimmed: %+v", st)
+	}
+	es, err := j.Read(ctx, p0, 10, 0)
+	if err != nil || len(es) != 1 || es[0].n.eid != "e6" {
+		t.Fatalf("unread entry after a trim: %+v (%v)", es, err)
+	}
+	if err := other.Ack(ctx, last.part, []string{last.id}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Ack(ctx, p0, []string{es[0].id}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Trim(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if st, _ := j.Stats(ctx); st.undelivered != 0 || st.pending != 0 || st.lag != 0 {
 		t.Errorf("after acknowledging: %+v, want an empty journal", st)
+	}
+	if err := j.Sample(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if err := j.Append(ctx, testNotice("e5")); err != nil {
 		t.Errorf("append after acknowledging: %v", err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/rueidis"
 
 	"github.com/freqcap/freqcap/shared/httpmetrics"
 	"github.com/freqcap/freqcap/shared/httpserver"
@@ -40,7 +41,10 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
-	rdb, err := redisconn.Open(s.RedisURL, nil)
+	rdb, err := redisconn.Open(s.RedisURL, func(opt *rueidis.ClientOption) {
+		// Journal appends of concurrent notices share one write to Redis.
+		opt.MaxFlushDelay = s.FlushDelay
+	})
 	if err != nil {
 		return err
 	}

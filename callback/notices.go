@@ -149,8 +149,10 @@ func handleNotice(event string, dims []string, journal *Journal, timeout time.Du
 			return
 		}
 		// Persist before acknowledging: a 2xx promises the notice is in the
-		// journal, which outlives this process.
-		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		// journal, which outlives this process. A client that hangs up does
+		// not cancel the write: once sent, Redis applies it anyway, and the
+		// notice is then accepted (and counted) like any other.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), timeout)
 		err := journal.Append(ctx, n)
 		cancel()
 		switch {

@@ -50,14 +50,3 @@ var (
 	//go:embed gcra.lua
 	gcra string
 )
-
-// JournalAppend appends an accepted notice to callback's journal (a Stream
-// partition) unless the partition is full.
-//
-//go:embed journal_append.lua
-var JournalAppend string
-
-// JournalAck acknowledges delivered notices and deletes them.
-//
-//go:embed journal_ack.lua
-var JournalAck string
