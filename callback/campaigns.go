@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/ids"
 )
 
@@ -29,10 +31,9 @@ type Campaign struct {
 // campaign costs no round trip and a change made anywhere reaches every
 // instance as soon as Redis invalidates the cached copy.
 type Campaigns struct {
-	rdb       rueidis.Client
-	ttl       time.Duration
-	maxWindow int
-	maxPace   int
+	rdb    rueidis.Client
+	ttl    time.Duration
+	schema func() *counting.Schema // the counter's limits, nil until known
 }
 
 func campaignKey(cid string) string { return "campaign:{" + cid + "}" }
@@ -69,21 +70,27 @@ func (c *Campaigns) parse(cid string, r rueidis.RedisResult) (Campaign, bool, er
 		}
 		*dst = n
 	}
-	camp.WinLimitHours = min(camp.WinLimitHours, c.maxWindow)
-	camp.PaceWindowSec = min(camp.PaceWindowSec, c.maxPace)
 	return camp, true, nil
 }
 
-// Validate checks a campaign before it is stored.
+// Validate checks a campaign before it is stored: within the counter's
+// maxWindowHours and maxPaceWindowSec when its schema is known (a campaign
+// beyond them stored while the counter was away is served at the maximum).
 func (c *Campaigns) Validate(cid string, camp Campaign) error {
 	if !ids.ValidCID(cid) {
 		return apierr.Invalid("cid must be %s", ids.CIDRule)
 	}
-	if camp.WinLimitHours < 0 || camp.WinLimitHours > c.maxWindow {
-		return apierr.Invalid("winLimitHours must be between 0 and %d", c.maxWindow)
+	maxWindow, maxPace := math.MaxInt32, math.MaxInt32
+	if c.schema != nil {
+		if sch := c.schema(); sch != nil {
+			maxWindow, maxPace = sch.MaxWindowHours, sch.MaxPaceWindowSec
+		}
 	}
-	if camp.PaceWindowSec < 0 || camp.PaceWindowSec > c.maxPace {
-		return apierr.Invalid("paceWindowSec must be between 0 and %d", c.maxPace)
+	if camp.WinLimitHours < 0 || camp.WinLimitHours > maxWindow {
+		return apierr.Invalid("winLimitHours must be between 0 and %d (the counter's COUNTER_MAX_WINDOW_HOURS)", maxWindow)
+	}
+	if camp.PaceWindowSec < 0 || camp.PaceWindowSec > maxPace {
+		return apierr.Invalid("paceWindowSec must be between 0 and %d (the counter's COUNTER_MAX_PACE_WINDOW_SEC)", maxPace)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net/url"
-	"slices"
 	"time"
 
 	"github.com/freqcap/freqcap/shared/config"
@@ -16,9 +15,7 @@ type Config struct {
 	AdminAddr       string        `env:"CALLBACK_ADMIN_ADDR" envDefault:"127.0.0.1:9080"`
 	CounterURL      string        `env:"COUNTER_URL" envDefault:"http://127.0.0.1:8081"`
 	RedisURL        string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379"`
-	Dimensions      string        `env:"CALLBACK_DIMENSIONS" envDefault:"device,bundle,tagid"`
-	MaxWindowHours  int           `env:"CALLBACK_MAX_WINDOW_HOURS" envDefault:"168"`
-	MaxPaceWindow   int           `env:"CALLBACK_MAX_PACE_WINDOW_SEC" envDefault:"604800"`
+	SchemaRefresh   time.Duration `env:"CALLBACK_SCHEMA_REFRESH" envDefault:"30s"`
 	CampaignsFile   string        `env:"CALLBACK_CAMPAIGNS_FILE"`
 	CampaignTTL     time.Duration `env:"CALLBACK_CAMPAIGN_CACHE_TTL" envDefault:"1m"`
 	JournalMax      int           `env:"CALLBACK_JOURNAL_MAX" envDefault:"1000000"`
@@ -41,8 +38,7 @@ type Config struct {
 // Settings is Config checked.
 type Settings struct {
 	Config
-	Dimensions []string
-	Counter    *url.URL
+	Counter *url.URL
 }
 
 func loadSettings(environ []string) (Settings, error) {
@@ -50,22 +46,15 @@ func loadSettings(environ []string) (Settings, error) {
 	if err != nil {
 		return Settings{}, err
 	}
-	s := Settings{Config: cfg, Dimensions: config.List(cfg.Dimensions)}
-	if len(s.Dimensions) == 0 {
-		return s, fmt.Errorf("CALLBACK_DIMENSIONS: at least one dimension is required")
-	}
-	for i, d := range s.Dimensions {
-		if slices.Contains(s.Dimensions[:i], d) || slices.Contains([]string{"cid", "eid", "event", "windowHours"}, d) {
-			return s, fmt.Errorf("CALLBACK_DIMENSIONS: %q is repeated or reserved", d)
-		}
-	}
+	s := Settings{Config: cfg}
 	if s.Counter, err = url.Parse(cfg.CounterURL); err != nil || (s.Counter.Scheme != "http" && s.Counter.Scheme != "https") || s.Counter.Host == "" {
 		return s, fmt.Errorf("COUNTER_URL: want http(s)://host:port, got %q", cfg.CounterURL)
 	}
 	for name, d := range map[string]time.Duration{
 		"CALLBACK_CAMPAIGN_CACHE_TTL": cfg.CampaignTTL, "CALLBACK_FORWARD_TIMEOUT": cfg.ForwardTimeout,
 		"CALLBACK_RETRY_INITIAL": cfg.RetryInitial, "CALLBACK_RETRY_MAX": cfg.RetryMax, "CALLBACK_RETRY_FOR": cfg.RetryFor,
-		"CALLBACK_DRAIN_TIMEOUT": cfg.DrainTimeout, "CALLBACK_CLAIM_IDLE": cfg.ClaimIdle, "CALLBACK_APPEND_TIMEOUT": cfg.AppendTimeout, "CALLBACK_SHUTDOWN_TIMEOUT": cfg.ShutdownTimeout,
+		"CALLBACK_DRAIN_TIMEOUT": cfg.DrainTimeout, "CALLBACK_CLAIM_IDLE": cfg.ClaimIdle, "CALLBACK_APPEND_TIMEOUT": cfg.AppendTimeout,
+		"CALLBACK_SCHEMA_REFRESH": cfg.SchemaRefresh, "CALLBACK_SHUTDOWN_TIMEOUT": cfg.ShutdownTimeout,
 	} {
 		if d <= 0 {
 			return s, fmt.Errorf("%s: must be positive, got %s", name, d)
@@ -84,10 +73,6 @@ func loadSettings(environ []string) (Settings, error) {
 		return s, fmt.Errorf("CALLBACK_BATCH_WAIT: must be between 0 and 1s, got %s", cfg.BatchWait)
 	case cfg.FlushDelay < 0 || cfg.FlushDelay > time.Millisecond:
 		return s, fmt.Errorf("CALLBACK_REDIS_FLUSH_DELAY: must be between 0 and 1ms, got %s", cfg.FlushDelay)
-	case cfg.MaxPaceWindow < 1:
-		return s, fmt.Errorf("CALLBACK_MAX_PACE_WINDOW_SEC: must be at least 1, got %d", cfg.MaxPaceWindow)
-	case cfg.MaxWindowHours < 1:
-		return s, fmt.Errorf("CALLBACK_MAX_WINDOW_HOURS: must be at least 1, got %d", cfg.MaxWindowHours)
 	}
 	return s, nil
 }

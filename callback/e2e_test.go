@@ -52,15 +52,20 @@ type stack struct {
 	admin       string
 }
 
-func startStack(t *testing.T, callbackEnv ...string) *stack {
+func newRedisClient(t *testing.T, srv *redistest.Server) rueidis.Client {
 	t.Helper()
-	s := &stack{t: t, redis: redistest.Start(t)}
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.redis.Addr}})
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	s.rc = c
+	return c
+}
+
+func startStack(t *testing.T, callbackEnv ...string) *stack {
+	t.Helper()
+	s := &stack{t: t, redis: redistest.Start(t)}
+	s.rc = newRedisClient(t, s.redis)
 	s.counterAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	s.startCounter()
 	s.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
@@ -69,10 +74,10 @@ func startStack(t *testing.T, callbackEnv ...string) *stack {
 	return s
 }
 
-func (s *stack) startCounter() {
+func (s *stack) startCounter(env ...string) {
 	s.t.Helper()
 	s.counter = proctest.Start(s.t, filepath.Join(bins, "counter"), "http://"+s.counterAddr+"/healthz",
-		"COUNTER_ADDR="+s.counterAddr, "REDIS_URL="+s.redis.URL(), "LOG_FORMAT=json", "COUNTER_WRITE_TIMEOUT=500ms", "COUNTER_READ_TIMEOUT=2s")
+		append([]string{"COUNTER_ADDR=" + s.counterAddr, "REDIS_URL=" + s.redis.URL(), "LOG_FORMAT=json", "COUNTER_WRITE_TIMEOUT=500ms", "COUNTER_READ_TIMEOUT=2s"}, env...)...)
 }
 
 func (s *stack) startCallback(env ...string) *proctest.Proc {
@@ -431,8 +436,8 @@ func TestAcknowledgedNoticesSurviveSIGKILL(t *testing.T) {
 		t.Fatalf("%d notices refused with the journal far from full", refused)
 	}
 	s.callback.Kill()
-	s.startCounter()
 	s.callback = s.startCallback(env...)
+	s.startCounter()
 	s.waitKey("freq:{win:device:crash:dev}", 5000, 60*time.Second)
 	s.waitMetric(`freqcap_callback_journal_undelivered 0`, 10*time.Second)
 	s.waitKey("freq:{win:device:crash:dev}", 5000, 0)
@@ -541,10 +546,19 @@ func TestPublicPortBoundsWhatItAccepts(t *testing.T) {
 }
 
 // TestARefusedNoticeIsDroppedAlone: notices travel in batches; one the
-// counter refuses (a dimension only callback knows) is dropped with its
-// reason while the rest of its batch is counted.
+// counter refuses is dropped with its reason while the rest of its batch is
+// counted. Here callback still holds the schema of a counter that counted
+// region until it was restarted without it.
 func TestARefusedNoticeIsDroppedAlone(t *testing.T) {
-	s := startStack(t, "CALLBACK_DIMENSIONS=device,bundle,tagid,region", "CALLBACK_BATCH_WAIT=200ms", "CALLBACK_WORKERS=1")
+	s := &stack{t: t, redis: redistest.Start(t)}
+	s.rc = newRedisClient(t, s.redis)
+	s.counterAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.startCounter("COUNTER_DIMENSIONS=device,region", "COUNTER_CACHED_DIMENSIONS=region")
+	s.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.callback = s.startCallback("CALLBACK_BATCH_WAIT=200ms", "CALLBACK_WORKERS=1", "CALLBACK_SCHEMA_REFRESH=1h")
+	s.counter.Kill()
+	s.startCounter()
 	pub := "http://" + s.public
 	for _, u := range []string{"/win?cid=5&device=b1", "/win?cid=5&region=eu", "/win?cid=5&device=b2"} {
 		if code, _, body := s.do("GET", pub+u, ""); code != 204 {
@@ -555,5 +569,45 @@ func TestARefusedNoticeIsDroppedAlone(t *testing.T) {
 	s.waitMetric(`freqcap_callback_forwarded_total{result="counted"} 2`, 5*time.Second)
 	if s.get("freq:{win:device:5:b1}") != 1 || s.get("freq:{win:device:5:b2}") != 1 {
 		t.Fatal("the refused notice's batch mates were not counted")
+	}
+}
+
+// TestCallbackTakesDimensionsFromTheCounter: no dimension list is set on
+// callback; a notice is checked against the counter's, including when
+// callback starts before the counter has ever answered.
+func TestCallbackTakesDimensionsFromTheCounter(t *testing.T) {
+	s := &stack{t: t, redis: redistest.Start(t)}
+	s.rc = newRedisClient(t, s.redis)
+	s.counterAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.callback = s.startCallback("CALLBACK_SCHEMA_REFRESH=200ms")
+	pub := "http://" + s.public
+	// The counter has not answered yet: kept as they came, checked later.
+	for _, u := range []string{"/win?cid=6&region=eu&price=1", "/win?cid=6&device=d1&region=${REGION}", "/win?cid=6&price=2"} {
+		if code, _, body := s.do("GET", pub+u, ""); code != 204 {
+			t.Fatalf("GET %s before the schema: %d %s", u, code, body)
+		}
+	}
+	s.startCounter("COUNTER_DIMENSIONS=device,region", "COUNTER_CACHED_DIMENSIONS=region", "COUNTER_EVENTS=win,billing")
+	s.waitKey("freq:{win:region:6:eu}", 1, 10*time.Second)
+	s.waitMetric(`freqcap_callback_dropped_total{reason="macro"} 1`, 5*time.Second)
+	s.waitMetric(`freqcap_callback_dropped_total{reason="invalid"} 1`, 5*time.Second)
+	if s.exists("freq:{win:device:6:d1}") {
+		t.Error("a notice with an unsubstituted macro was counted")
+	}
+	// Once known, the schema is checked before a notice is acknowledged.
+	s.waitMetric(`freqcap_callback_journal_undelivered 0`, 5*time.Second)
+	for u, msg := range map[string]string{"/win?cid=6&bundle=com.x": "at least one dimension is required (device, region)", "/imp?cid=6&device=d": "no imp events"} {
+		if code, _, body := s.do("GET", pub+u, ""); code != 400 || !strings.Contains(body, msg) {
+			t.Errorf("GET %s: %d %s, want 400 %q", u, code, body, msg)
+		}
+	}
+	if code, _, _ := s.do("GET", pub+"/win?cid=6&region=eu", ""); code != 204 {
+		t.Errorf("a notice within the schema: %d", code)
+	}
+	s.waitKey("freq:{win:region:6:eu}", 2, 5*time.Second)
+	if code, _, body := s.do("PUT", "http://"+s.admin+"/v1/campaigns/6", `{"winLimitHours":169}`); code != 400 || !strings.Contains(body, "between 0 and 168") {
+		t.Errorf("a campaign beyond the counter's maxWindowHours: %d %s", code, body)
 	}
 }

@@ -44,6 +44,7 @@ type notice struct {
 // for the next claim.
 type Forwarder struct {
 	journal   *Journal
+	schema    *Schema
 	batches   chan []entry
 	client    *http.Client
 	incrURL   string
@@ -65,11 +66,12 @@ type Forwarder struct {
 	releaseLog rate.Sometimes
 }
 
-func newForwarder(s Settings, journal *Journal, campaigns *Campaigns, log *slog.Logger) *Forwarder {
+func newForwarder(s Settings, journal *Journal, schema *Schema, campaigns *Campaigns, log *slog.Logger) *Forwarder {
 	ctx, cancel := context.WithCancel(context.Background())
 	readCtx, stopRead := context.WithCancel(ctx)
 	return &Forwarder{
 		journal: journal,
+		schema:  schema,
 		batches: make(chan []entry),
 		client: &http.Client{Transport: &http.Transport{
 			MaxIdleConns:        s.Workers,
@@ -225,18 +227,39 @@ var errRejected = errors.New("counter rejected the notice")
 // for, acknowledging as it goes; what is left after RetryFor (or at
 // shutdown) stays pending in the journal.
 func (f *Forwarder) deliver(batch []entry) {
-	var pending []entry
+	// The counter's schema decides which parameters are dimensions.
+	sch, err := backoff.Retry(f.ctx, func() (*counting.Schema, error) {
+		ctx, cancel := context.WithTimeout(f.ctx, f.s.ForwardTimeout)
+		defer cancel()
+		return f.schema.Need(ctx)
+	}, backoff.WithBackOff(f.newBackOff()), backoff.WithMaxElapsedTime(f.s.RetryFor))
+	if err != nil {
+		f.giveBack(batch, err)
+		return
+	}
+	var pending, refused []entry
 	for _, e := range batch {
 		if e.bad != nil {
 			f.drop(e, "malformed", e.bad)
-			f.ackAll([]entry{e})
+			refused = append(refused, e)
 			continue
 		}
+		dims, rej := pickDimensions(sch, e.n.dims)
+		if rej != nil {
+			f.drop(e, rej.reason, rej.err)
+			refused = append(refused, e)
+			continue
+		}
+		e.n.dims = dims
 		pending = append(pending, e)
 	}
-	items := f.items(pending)
+	f.ackAll(refused)
+	if len(pending) == 0 {
+		return
+	}
+	items := f.items(sch, pending)
 	touched := time.Now()
-	_, err := backoff.Retry(f.ctx, func() (struct{}, error) {
+	_, err = backoff.Retry(f.ctx, func() (struct{}, error) {
 		var done []entry
 		var err error
 		done, pending, items, err = f.attempt(pending, items)
@@ -260,6 +283,12 @@ func (f *Forwarder) deliver(batch []entry) {
 	if err == nil || len(pending) == 0 {
 		return
 	}
+	f.giveBack(pending, err)
+}
+
+// giveBack leaves entries not delivered in the journal: for the next run
+// or another instance at shutdown, else for the next claim.
+func (f *Forwarder) giveBack(pending []entry, err error) {
 	if f.ctx.Err() != nil {
 		f.left.Add(int64(len(pending)))
 		return
@@ -299,16 +328,18 @@ func (f *Forwarder) ackAll(done []entry) {
 }
 
 // items resolves each notice's campaign (once) and builds its write.
-func (f *Forwarder) items(batch []entry) []counting.BatchItem {
+func (f *Forwarder) items(sch *counting.Schema, batch []entry) []counting.BatchItem {
 	items := make([]counting.BatchItem, len(batch))
 	for i, e := range batch {
 		n := e.n
 		it := counting.BatchItem{CID: n.cid, Event: n.event, Dims: n.dims, EID: n.eid}
 		camp := f.campaign(n)
-		if camp.WinLimitHours > 0 {
-			it.WindowHours = []int{camp.WinLimitHours}
+		// A campaign stored beyond the counter's limits (while the counter
+		// was away) is served at them.
+		if h := min(camp.WinLimitHours, sch.MaxWindowHours); h > 0 {
+			it.WindowHours = []int{h}
 		}
-		it.PaceWindowSec = camp.PaceWindowSec
+		it.PaceWindowSec = min(camp.PaceWindowSec, sch.MaxPaceWindowSec)
 		items[i] = it
 	}
 	return items

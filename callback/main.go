@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -50,7 +51,14 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 	}
 	defer rdb.Close()
 
-	campaigns := &Campaigns{rdb: rdb, ttl: s.CampaignTTL, maxWindow: s.MaxWindowHours, maxPace: s.MaxPaceWindow}
+	schema := newSchema(s.Counter, log)
+	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	if _, err := schema.Fetch(fctx); err != nil {
+		log.Warn("counter schema unknown yet: notices are kept with every parameter named like a dimension until the counter answers", "err", err)
+	}
+	cancel()
+	go schema.Keep(ctx, s.SchemaRefresh)
+	campaigns := &Campaigns{rdb: rdb, ttl: s.CampaignTTL, schema: schema.Get}
 	if s.CampaignsFile != "" {
 		n, err := campaigns.LoadFile(ctx, s.CampaignsFile)
 		if err != nil {
@@ -65,11 +73,11 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 	if err := journal.Setup(ctx); err != nil {
 		return err
 	}
-	fwd := newForwarder(s, journal, campaigns, log)
+	fwd := newForwarder(s, journal, schema, campaigns, log)
 	fwd.metrics = newMetrics(reg, journal)
 	fwd.Start()
 
-	d := deps{log: log, settings: s, campaigns: campaigns, journal: journal, metrics: fwd.metrics, draining: &atomic.Bool{}, registry: reg,
+	d := deps{log: log, settings: s, campaigns: campaigns, journal: journal, schema: schema, metrics: fwd.metrics, draining: &atomic.Bool{}, registry: reg,
 		httpMetrics: httpmetrics.New(reg, "callback")}
 	public, err := httpserver.ListenWith(s.Addr, "CALLBACK_ADDR", NewServer(d), httpserver.Public)
 	if err != nil {

@@ -37,7 +37,7 @@ func newMetrics(reg prometheus.Registerer, journal *Journal) *metrics {
 			Name: "freqcap_callback_forwarded_total", Help: "Notices delivered to the counter, by result (counted, duplicate).",
 		}, []string{"result"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "freqcap_callback_dropped_total", Help: "Accepted notices that will never be counted, by reason (counter_rejected, malformed).",
+			Name: "freqcap_callback_dropped_total", Help: "Accepted notices that will never be counted, by reason (counter_rejected; malformed; invalid, macro, audit for notices taken before the counter schema was known).",
 		}, []string{"reason"}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "freqcap_callback_forward_retries_total", Help: "Forwarding attempts that failed and were retried.",

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/httpjson"
 	"github.com/freqcap/freqcap/shared/ids"
 )
@@ -39,10 +41,12 @@ func checkValue(name, v string) *rejection {
 	return nil
 }
 
-// parseNotice validates a notice's parameters.
-// Parameters other than cid, eid and the dimensions are ignored: exchanges
-// append their own (prices, ...).
-func parseNotice(event string, dims []string, form url.Values) (notice, *rejection) {
+// parseNotice validates a notice's parameters against the counter's
+// schema. Parameters other than cid, eid and the dimensions are ignored:
+// exchanges append their own (prices, ...). Before the counter has told
+// its schema (sch nil), every parameter named like a dimension is kept, and
+// the forwarder checks them once it knows the schema.
+func parseNotice(event string, sch *counting.Schema, form url.Values) (notice, *rejection) {
 	n := notice{event: event, cid: form.Get("cid"), eid: form.Get("eid")}
 	if rej := checkValue("cid", n.cid); rej != nil {
 		return n, rej
@@ -50,24 +54,18 @@ func parseNotice(event string, dims []string, form url.Values) (notice, *rejecti
 	if !ids.ValidCID(n.cid) {
 		return n, &rejection{"invalid", apierr.Invalid("cid must be %s", ids.CIDRule)}
 	}
-	for _, d := range dims {
-		v := form.Get(d)
-		if v == "" {
-			continue
+	n.dims = candidates(sch, form)
+	if sch != nil {
+		if len(sch.Events) > 0 && !slices.Contains(sch.Events, event) {
+			return n, &rejection{"invalid", apierr.Invalid("the counter counts no %s events (it counts %s)", event, strings.Join(sch.Events, ", "))}
 		}
-		if rej := checkValue(d, v); rej != nil {
+		dims, rej := pickDimensions(sch, n.dims)
+		if rej != nil {
 			return n, rej
 		}
-		if !ids.ValidID(v) {
-			return n, &rejection{"invalid", apierr.Invalid("%s must be %s", d, ids.IDRule)}
-		}
-		if n.dims == nil {
-			n.dims = make(map[string]string, len(dims))
-		}
-		n.dims[d] = v
-	}
-	if len(n.dims) == 0 {
-		return n, &rejection{"invalid", apierr.Invalid("at least one dimension is required (%s)", strings.Join(dims, ", "))}
+		n.dims = dims
+	} else if len(n.dims) == 0 {
+		return n, &rejection{"invalid", apierr.Invalid("at least one dimension is required")}
 	}
 	if n.eid != "" {
 		if rej := checkValue("eid", n.eid); rej != nil {
@@ -89,13 +87,12 @@ func parseNotice(event string, dims []string, form url.Values) (notice, *rejecti
 const maxNoticeBody = 8 << 10
 
 // noticeForm is the notice's parameters: the query's, with the body's
-// (a POST form) added. A parameter callback reads (cid, eid, a dimension)
-// given in both with different values is refused: the query is what the
-// bidder signed into the notice URL, and a body must not change it.
-func noticeForm(r *http.Request, dims []string) (url.Values, *rejection) {
+// (a POST form) added. A parameter given in both with different values is
+// refused: the query is what the bidder signed into the notice URL, and a
+// body must not change it.
+func noticeForm(r *http.Request) (url.Values, *rejection) {
 	q := r.URL.Query()
-	for _, name := range append([]string{"cid", "eid"}, dims...) {
-		b := r.PostForm[name]
+	for name, b := range r.PostForm {
 		if len(b) == 0 {
 			continue
 		}
@@ -111,7 +108,7 @@ func noticeForm(r *http.Request, dims []string) (url.Values, *rejection) {
 
 // handleNotice takes one kind of notice: validate, write it to the
 // journal, answer.
-func handleNotice(event string, dims []string, journal *Journal, timeout time.Duration, m *metrics, draining *atomic.Bool, log *slog.Logger, asPixel bool) http.Handler {
+func handleNotice(event string, schema *Schema, journal *Journal, timeout time.Duration, m *metrics, draining *atomic.Bool, log *slog.Logger, asPixel bool) http.Handler {
 	received := m.received.WithLabelValues(event)
 	accepted := m.accepted.WithLabelValues(event)
 	full := &rate.Sometimes{Interval: time.Second}
@@ -136,13 +133,13 @@ func handleNotice(event string, dims []string, journal *Journal, timeout time.Du
 			httpjson.Error(w, r, log, apierr.Invalid("malformed parameters: %s", err))
 			return
 		}
-		form, rej := noticeForm(r, dims)
+		form, rej := noticeForm(r)
 		if rej != nil {
 			m.rejected.WithLabelValues(event, rej.reason).Inc()
 			httpjson.Error(w, r, log, rej.err)
 			return
 		}
-		n, rej := parseNotice(event, dims, form)
+		n, rej := parseNotice(event, schema.Get(), form)
 		if rej != nil {
 			m.rejected.WithLabelValues(event, rej.reason).Inc()
 			httpjson.Error(w, r, log, rej.err)

@@ -4,15 +4,21 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/freqcap/freqcap/shared/counting"
 )
 
+var testSchema = &counting.Schema{Dimensions: []string{"device", "bundle", "tagid"}, Events: []string{"win", "billing"},
+	MaxWindowHours: 168, MaxPaceWindowSec: 604800, MaxBatch: 1000}
+
 func TestParseNotice(t *testing.T) {
-	dims := []string{"device", "bundle", "tagid"}
+	dims := testSchema.Dimensions
 	tests := []struct {
 		raw    string
 		reason string // "" when accepted
 		msg    string
 		query  string // the notice as a counter query (see counterQuery), when accepted
+		event  string // win when empty
 	}{
 		{raw: "cid=42&device=abc&bundle=com.foo&eid=a1:i1&price=1.2&foo=bar", query: "cid=42&event=win&device=abc&bundle=com.foo&eid=a1%3Ai1"},
 		{raw: "cid=42&tagid=7", query: "cid=42&event=win&tagid=7&eid=cb-"},
@@ -27,6 +33,7 @@ func TestParseNotice(t *testing.T) {
 		{raw: "cid=42&device=abc&eid=${AUCTION_ID}:${AUCTION_IMP_ID}", reason: "macro", msg: "eid is an unsubstituted macro"},
 		{raw: "cid=42&device=abc&eid=AUDIT", reason: "audit", msg: "AUDIT"},
 		{raw: "cid=42&bundle=AUDIT", reason: "audit", msg: "AUDIT"},
+		{raw: "cid=42&device=abc", event: "imp", reason: "invalid", msg: "the counter counts no imp events (it counts win, billing)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.raw, func(t *testing.T) {
@@ -34,7 +41,11 @@ func TestParseNotice(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			n, rej := parseNotice("win", dims, form)
+			event := tt.event
+			if event == "" {
+				event = "win"
+			}
+			n, rej := parseNotice(event, testSchema, form)
 			if tt.reason == "" {
 				if rej != nil {
 					t.Fatalf("rejected: %s %v", rej.reason, rej.err)
@@ -64,4 +75,35 @@ func counterQuery(n notice, dims []string) string {
 		}
 	}
 	return q + "&eid=" + url.QueryEscape(n.eid)
+}
+
+// TestNoticesBeforeTheSchemaIsKnown: a notice taken before the counter has
+// told its schema keeps every parameter named like a dimension; the
+// forwarder keeps the dimensions among them, checked, once it knows.
+func TestNoticesBeforeTheSchemaIsKnown(t *testing.T) {
+	form, _ := url.ParseQuery("cid=42&device=abc&price=0.42&Weird=1&ua=a%20b&eid=x")
+	n, rej := parseNotice("win", nil, form)
+	if rej != nil {
+		t.Fatal(rej.err)
+	}
+	if len(n.dims) != 3 || n.dims["device"] != "abc" || n.dims["price"] != "0.42" || n.dims["ua"] != "a b" {
+		t.Fatalf("kept %v, want device, price and ua", n.dims)
+	}
+	dims, rej := pickDimensions(testSchema, n.dims)
+	if rej != nil || len(dims) != 1 || dims["device"] != "abc" {
+		t.Fatalf("picked %v (%v), want device only", dims, rej)
+	}
+	if _, rej := parseNotice("win", nil, url.Values{"cid": {"42"}, "Price": {"1"}}); rej == nil || !strings.Contains(rej.err.Error(), "at least one dimension") {
+		t.Errorf("a notice without any parameter named like a dimension: %v", rej)
+	}
+	for raw, reason := range map[string]string{"device=${DEVICE}": "macro", "device=a%20b": "invalid", "price=1": "invalid", "bundle=AUDIT": "audit"} {
+		form, _ := url.ParseQuery("cid=42&" + raw)
+		n, rej := parseNotice("win", nil, form)
+		if rej != nil {
+			t.Fatalf("%s before the schema is known: %v", raw, rej.err)
+		}
+		if _, rej := pickDimensions(testSchema, n.dims); rej == nil || rej.reason != reason {
+			t.Errorf("%s once the schema is known: %v, want %s", raw, rej, reason)
+		}
+	}
 }

@@ -19,6 +19,7 @@ type deps struct {
 	settings  Settings
 	campaigns *Campaigns
 	journal   *Journal
+	schema    *Schema
 	metrics   *metrics
 	draining  *atomic.Bool
 	registry  *prometheus.Registry

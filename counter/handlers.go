@@ -248,3 +248,13 @@ func paceRule(p *parser, windowSec, limit, minGapSec string) (PaceRule, error) {
 	}
 	return PaceRule{Window: time.Duration(ws) * time.Second, Limit: lim, MinGap: time.Duration(gap) * time.Second}, nil
 }
+
+// handleSchema answers GET /v1/schema: the dimensions, events and limits
+// every write is checked against.
+func handleSchema(s Settings) http.Handler {
+	body := counting.Schema{Dimensions: s.Dimensions, Events: s.Events, MaxWindowHours: s.MaxWindowHours,
+		MaxPaceWindowSec: s.MaxPaceWindowSec, MaxBatch: s.MaxBatch, DedupeTTLSec: int(s.DedupeTTL / time.Second)}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		httpjson.Write(w, http.StatusOK, body)
+	})
+}

@@ -19,6 +19,7 @@ import (
 func addRoutes(r chi.Router, d deps) {
 	m := d.httpMetrics
 	r.Method(http.MethodPost, "/v1/incr", m.Route("/v1/incr", handleIncr(d.log, d.parser, d.seed000, d.settings.WriteTimeout)))
+	r.Method(http.MethodGet, "/v1/schema", m.Route("/v1/schema", handleSchema(d.settings)))
 	r.Method(http.MethodPost, "/v1/incr/batch", m.Route("/v1/incr/batch", handleIncrBatch(d.log, d.parser, d.seed000, d.settings.MaxBatch, d.settings.WriteTimeout)))
 	r.Method(http.MethodGet, "/v1/freq", m.Route("/v1/freq", handleFreq(d.log, d.parser, d.seed000, d.degrader)))
 	r.Method(http.MethodPost, "/v1/freq/batch", m.Route("/v1/freq/batch", handleFreqBatch(d.log, d.parser, d.seed000, d.degrader, d.settings.MaxBatch)))

@@ -43,12 +43,15 @@ func startCounter(t *testing.T, redisURL string, kv ...string) string {
 	return base
 }
 
-func waitHealthy(t *testing.T, base string, done <-chan error) {
+// waitHealthy waits for base to answer /healthz; done (buffered) gets the
+// exit error back when the counter ends first, for the test's cleanup.
+func waitHealthy(t *testing.T, base string, done chan error) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		select {
 		case err := <-done:
+			done <- err
 			t.Fatalf("counter exited before it was healthy: %v", err)
 		default:
 		}
@@ -449,5 +452,24 @@ func TestHTTPIncrBatchAnswersPerItem(t *testing.T) {
 	}
 	if code, m := call(t, "POST", base+"/v1/freq/batch", `{"items":[{"cid":"42","dims":{"device":"d1"},"eid":"x"}]}`); code != 400 {
 		t.Errorf("a read batch with an eid: %d %v", code, m)
+	}
+}
+
+func TestHTTPSchemaIsWhatWritesAreCheckedAgainst(t *testing.T) {
+	srv := redistest.Start(t)
+	base := startCounter(t, srv.URL(), "COUNTER_DIMENSIONS=device,region", "COUNTER_CACHED_DIMENSIONS=region",
+		"COUNTER_EVENTS=win,click", "COUNTER_MAX_WINDOW_HOURS=48")
+	code, m := call(t, "GET", base+"/v1/schema", "")
+	if code != 200 {
+		t.Fatalf("schema: %d %v", code, m)
+	}
+	expect(t, m, map[string]any{"dimensions": "[device region]", "events": "[win click]", "maxWindowHours": 48,
+		"maxPaceWindowSec": 604800, "maxBatch": 1000, "dedupeTtlSec": 600})
+	// What it says is what a write meets.
+	if code, m := call(t, "POST", base+"/v1/incr?cid=1&region=eu&event=click&windowHours=48", ""); code != 200 {
+		t.Errorf("a write within the schema: %d %v", code, m)
+	}
+	if code, _ := call(t, "POST", base+"/v1/incr?cid=1&region=eu&windowHours=49", ""); code != 400 {
+		t.Errorf("windowHours beyond maxWindowHours: %d, want 400", code)
 	}
 }

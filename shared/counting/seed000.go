@@ -90,3 +90,15 @@ type PaceDim struct {
 	Count      int64  `json:"count"`
 	LastAt     int64  `json:"lastAt"`
 }
+
+// Schema answers GET /v1/schema: what the counter counts, so that a writer
+// (callback) takes its dimension names and limits from the one place that
+// enforces them instead of a copy of its settings.
+type Schema struct {
+	Dimensions       []string `json:"dimensions"`
+	Events           []string `json:"events"`
+	MaxWindowHours   int      `json:"maxWindowHours"`
+	MaxPaceWindowSec int      `json:"maxPaceWindowSec"`
+	MaxBatch         int      `json:"maxBatch"`
+	DedupeTTLSec     int      `json:"dedupeTtlSec"`
+}
