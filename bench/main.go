@@ -411,6 +411,11 @@ func scenarios(st *stack) []scenario {
 		{"write", "req/s", func(ctx context.Context, round int) (result, error) {
 			return st.wrk(ctx, "write", st.counterURL, "write", round, true)
 		}},
+		{"write-batch-20", "notices/s", func(ctx context.Context, round int) (result, error) {
+			r, err := st.wrk(ctx, "write-batch-20", st.counterURL, "writebatch", round, true)
+			r.rate *= 20
+			return r, err
+		}},
 		{"end-to-end", "req/s", func(ctx context.Context, round int) (result, error) {
 			return st.endToEnd(ctx, round)
 		}},

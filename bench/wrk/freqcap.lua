@@ -3,6 +3,7 @@
 -- event ids unique across runs.
 --   cold   GET  /v1/freq for a random filled device, 3-hour window
 --   write  POST /v1/incr for a random device + hot bundle and tagid, with an eid
+--   writebatch  POST /v1/incr/batch: 20 such writes, as callback's forwarder sends them
 --   batch  POST /v1/freq/batch: 50 candidate campaigns for one random device
 --   win    GET  /win on callback for a random device, counted on tagid e2e too
 --   addfreq   POST FrequencyControl/AddFreq (Connect JSON) for a random user key
@@ -44,6 +45,12 @@ request = function()
     return wrk.format("GET", "/v1/freq?cid=42&device=" .. device() .. "&windowHours=3")
   elseif mode == "write" then
     return wrk.format("POST", "/v1/incr?cid=42&device=" .. device() .. "&bundle=com.hot&tagid=7&windowHours=3&eid=" .. eid())
+  elseif mode == "writebatch" then
+    local items = {}
+    for c = 1, 20 do
+      items[c] = '{"cid":"42","dims":{"device":"' .. device() .. '","bundle":"com.hot","tagid":"7"},"windowHours":[3],"eid":"' .. eid() .. '"}'
+    end
+    return wrk.format("POST", "/v1/incr/batch", {["Content-Type"] = "application/json"}, batch_head .. table.concat(items, ",") .. "]}")
   elseif mode == "batch" then
     local d = device()
     local items = {}
