@@ -11,7 +11,7 @@ import (
 	"github.com/freqcap/freqcap/shared/counting"
 )
 
-var hoursScript = rueidis.NewLuaScript(lua.Hours)
+var hoursScript = newScript(lua.Hours)
 
 // hoursKind is "the last N hours" from hour buckets: the Hash
 // hfreq:{<tag>}, field = epoch hour. Retention is the counter's
@@ -28,7 +28,7 @@ func (hoursKind) check(it *counting.Item, lim *limits, field string) error {
 	return nil
 }
 
-func (hoursKind) write(it *counting.Item, e *env) (*rueidis.Lua, []string, []string) {
+func (hoursKind) write(it *counting.Item, e *env) (*script, []string, []string) {
 	dedupe := "0"
 	keys := []string{hoursKey(it)}
 	if it.EventID != "" {

@@ -17,7 +17,7 @@ type kind interface {
 	// "items[2].").
 	check(it *counting.Item, lim *limits, field string) error
 	// write is the script run that counts the item's hits.
-	write(it *counting.Item, e *env) (script *rueidis.Lua, keys, args []string)
+	write(it *counting.Item, e *env) (s *script, keys, args []string)
 	// wrote decodes the script's answer into r.
 	wrote(it *counting.Item, e *env, v []int64, r *counting.Result) error
 	// read is the commands that read the item; cacheable is false when a

@@ -34,7 +34,7 @@ type limiterKind struct {
 	own func(s *counting.Spec, e *env) (suffix, x string)
 }
 
-var limitScript = rueidis.NewLuaScript(lua.Limit)
+var limitScript = newScript(lua.Limit)
 
 const (
 	// maxPeriodMs bounds a limiter's period: 30 days.
@@ -141,7 +141,7 @@ func (k limiterKind) key(it *counting.Item, s *counting.Spec, suffix string) str
 	return key + suffix
 }
 
-func (limiterKind) write(it *counting.Item, e *env) (*rueidis.Lua, []string, []string) {
+func (limiterKind) write(it *counting.Item, e *env) (*script, []string, []string) {
 	keys, args := limitKeysArgs(it, e, "")
 	return limitScript, keys, args
 }

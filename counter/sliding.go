@@ -14,8 +14,8 @@ import (
 )
 
 var (
-	slidingScript = rueidis.NewLuaScript(lua.Sliding)
-	unpaceScript  = rueidis.NewLuaScript(lua.Unpace)
+	slidingScript = newScript(lua.Sliding)
+	unpaceScript  = newScript(lua.Unpace)
 )
 
 // slidingKind is an exact sliding window: the ZSet sfreq:{<tag>}:<spanSec>,
@@ -53,7 +53,7 @@ func member(it *counting.Item) string {
 	return it.EventID
 }
 
-func (slidingKind) write(it *counting.Item, e *env) (*rueidis.Lua, []string, []string) {
+func (slidingKind) write(it *counting.Item, e *env) (*script, []string, []string) {
 	return slidingScript, []string{slidingKey(it)}, []string{
 		strconv.FormatInt(e.now.UnixMilli(), 10),
 		strconv.FormatInt(it.Spec.Span*1000, 10),

@@ -54,11 +54,12 @@ func (s *Store) env() *env {
 func (s *Store) Write(ctx context.Context, items []counting.Item) []counting.Result {
 	e := s.env()
 	type run struct {
-		script     *rueidis.Lua
+		script     *script
 		keys, args []string
 	}
 	runs := make([]run, len(items))
-	// groups holds the item indexes of each counter key, in order.
+	// groups holds the item indexes of each counter key, in order: the runs
+	// of one counter go out one after the other.
 	groups := make(map[string][]int, len(items))
 	order := make([]string, 0, len(items))
 	for i := range items {
@@ -69,10 +70,40 @@ func (s *Store) Write(ctx context.Context, items []counting.Item) []counting.Res
 		}
 		groups[r.keys[0]] = append(groups[r.keys[0]], i)
 	}
+	idx := make([]int, 0, len(items))
+	cmds := make(rueidis.Commands, 0, len(items))
+	for _, key := range order {
+		for _, i := range groups[key] {
+			idx = append(idx, i)
+			cmds = append(cmds, runs[i].script.evalsha(s.rdb, runs[i].keys, runs[i].args))
+		}
+	}
+	// One DoMulti: one pipelined round trip per node.
+	out := s.rdb.DoMulti(ctx, cmds...)
+	var again []int // positions in out that Redis answered NOSCRIPT
+	for p, r := range out {
+		if isNoScript(r.Error()) {
+			again = append(again, p)
+		}
+	}
+	if len(again) > 0 {
+		// The runs of one counter use one script, so they are all here and
+		// go again in their order (unless another request loaded the script
+		// in the middle of this batch: then a counter's later run may have
+		// gone before an earlier one, which only swaps their answers).
+		evals := make(rueidis.Commands, len(again))
+		for k, p := range again {
+			x := &runs[idx[p]]
+			evals[k] = x.script.eval(s.rdb, x.keys, x.args)
+		}
+		for k, r := range s.rdb.DoMulti(ctx, evals...) {
+			out[again[k]] = r
+		}
+	}
 	res := make([]counting.Result, len(items))
-	exec := func(i int) {
-		it, r, x := &items[i], &res[i], &runs[i]
-		v, err := x.script.Exec(ctx, s.rdb, x.keys, x.args).AsIntSlice()
+	for p, i := range idx {
+		it, r := &items[i], &res[i]
+		v, err := out[p].AsIntSlice()
 		r.Allowed = true
 		if err == nil {
 			err = kinds[it.Spec.Kind].wrote(it, e, v, r)
@@ -80,27 +111,12 @@ func (s *Store) Write(ctx context.Context, items []counting.Item) []counting.Res
 		if err != nil {
 			s.metrics.redisErrors.WithLabelValues("write").Inc()
 			*r = counting.Result{Code: writeCode(err), Msg: "redis unavailable, retry: " + firstLine(err)}
-			return
+			continue
 		}
 		if r.Duplicate {
 			s.metrics.duplicates.Inc()
 		}
 	}
-	// Concurrent script runs share rueidis's auto-pipeline.
-	var wg sync.WaitGroup
-	for g, key := range order {
-		each := func() {
-			for _, i := range groups[key] {
-				exec(i)
-			}
-		}
-		if g == len(order)-1 {
-			each()
-		} else {
-			wg.Go(each)
-		}
-	}
-	wg.Wait()
 	return res
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -295,5 +296,43 @@ func TestWriteFailsWhenRedisIsDown(t *testing.T) {
 	_, err := st.Incr(ctx, &Query{CID: "1", Event: "win", Dims: []Dim{{"device", "a"}}})
 	if apierr.CodeOf(err) != apierr.Unavailable {
 		t.Fatalf("incr with redis down: err = %v, want unavailable", err)
+	}
+}
+
+// TestWriteBatchIsOnePipelineAndSurvivesScriptFlush: a write batch runs
+// its scripts by EVALSHA in one pipeline; after SCRIPT FLUSH (or a Redis
+// restart) Redis answers NOSCRIPT and the runs go again by EVAL, in order.
+func TestWriteBatchIsOnePipelineAndSurvivesScriptFlush(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := newClock(time.Date(2026, 12, 2, 10, 30, 0, 0, time.UTC))
+	st, _ := testStore(t, srv, clk)
+	rc := newClient(t, srv.URL())
+	q := Query{CID: "7", Event: "win", Windows: []int{3}, Dims: []Dim{{"device", "abc"}, {"bundle", "com.foo"}}}
+	mustIncr(t, st, q)
+	if err := raw(t, rc, "SCRIPT", "FLUSH").Error(); err != nil {
+		t.Fatal(err)
+	}
+	raw(t, rc, "CONFIG", "RESETSTAT")
+	for i := 2; i <= 3; i++ {
+		res := mustIncr(t, st, q)
+		for j, c := range res.Counts {
+			if c.Day != int64(i) || c.Windows[0] != int64(i) {
+				t.Fatalf("incr %d dim %d after SCRIPT FLUSH: %+v", i, j, c)
+			}
+		}
+	}
+	stats, err := raw(t, rc, "INFO", "commandstats").ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first write after the flush: four NOSCRIPT answers and four EVAL;
+	// the second: four EVALSHA that find the scripts.
+	for _, want := range []string{"cmdstat_eval:calls=4,", "cmdstat_evalsha:calls=8,"} {
+		if !strings.Contains(stats, want) {
+			t.Errorf("INFO commandstats lacks %s:\n%s", want, stats)
+		}
+	}
+	if got := rawInt(t, rc, "GET", "freq:{win:device:7:abc}"); got != 3 {
+		t.Errorf("day counter = %d, want 3", got)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/freqcap/freqcap/shared/counting"
 )
 
-var windowScript = rueidis.NewLuaScript(lua.Window)
+var windowScript = newScript(lua.Window)
 
 // windowKind is a String with a TTL, opened by the first hit: kinds day
 // (natural days) and seconds. A campaign's day counter is freq:{<tag>}, a
@@ -65,7 +65,7 @@ func dayTTL(now time.Time, loc *time.Location) time.Duration {
 	return (dayEnd(now, loc, 1).Sub(now) + time.Millisecond - 1).Truncate(time.Millisecond)
 }
 
-func (k windowKind) write(it *counting.Item, e *env) (*rueidis.Lua, []string, []string) {
+func (k windowKind) write(it *counting.Item, e *env) (*script, []string, []string) {
 	// Relative to the counter's clock, rounded up to the millisecond as
 	// dayTTL is: the window never ends before its span does.
 	ttl := (k.windowEnd(it, e).Sub(e.now) + time.Millisecond - 1).Truncate(time.Millisecond)

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"strings"
+
+	"github.com/redis/rueidis"
+)
+
+// script is one of the counter's Lua scripts. A write batch sends its runs
+// as EVALSHA commands in one DoMulti (one pipelined round trip per node),
+// and runs again with EVAL those Redis did not have yet (NOSCRIPT, after a
+// restart or SCRIPT FLUSH); single runs use rueidis's Exec.
+type script struct {
+	*rueidis.Lua
+	src, sha string
+}
+
+func newScript(src string) *script {
+	h := sha1.Sum([]byte(src))
+	return &script{Lua: rueidis.NewLuaScript(src), src: src, sha: hex.EncodeToString(h[:])}
+}
+
+func (s *script) evalsha(c rueidis.Client, keys, args []string) rueidis.Completed {
+	return c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+func (s *script) eval(c rueidis.Client, keys, args []string) rueidis.Completed {
+	return c.B().Eval().Script(s.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
