@@ -120,7 +120,7 @@ func (j *Journal) Setup(ctx context.Context) error {
 
 func (j *Journal) createGroup(ctx context.Context, p int) error {
 	err := j.rdb.Do(ctx, j.rdb.B().XgroupCreate().Key(j.keys[p]).Group(j.group).Id("0").Mkstream().Build()).Error()
-	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+	if re, ok := rueidis.IsRedisErr(err); err != nil && !(ok && re.IsBusyGroup()) {
 		return fmt.Errorf("journal %s: create consumer group: %w", j.keys[p], err)
 	}
 	return nil

@@ -75,18 +75,19 @@ func (s *Schema) Need(ctx context.Context) (*counting.Schema, error) {
 }
 
 // Keep refreshes the schema every `every` (every second until the first
-// answer) until ctx ends.
+// answer) until ctx ends; the first fetch is the caller's.
 func (s *Schema) Keep(ctx context.Context, every time.Duration) {
 	for {
 		wait := every
-		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		if _, err := s.Fetch(fctx); err != nil && s.Get() == nil {
+		if s.Get() == nil {
 			wait = time.Second
 		}
-		cancel()
 		if !sleep(ctx, wait) {
 			return
 		}
+		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, _ = s.Fetch(fctx)
+		cancel()
 	}
 }
 

@@ -111,15 +111,23 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any, shap
 // items fits many times over.
 const maxBatchBody = 8 << 20
 
+// decodeBatch decodes a batch body {"items":[...]} into v and checks that
+// it holds 1 to maxItems items (count reads them from v).
+func decodeBatch(w http.ResponseWriter, r *http.Request, v any, count func() int, maxItems int) error {
+	if err := decodeBody(w, r, maxBatchBody, v, `{"items":[...]}`); err != nil {
+		return err
+	}
+	if n := count(); n == 0 || n > maxItems {
+		return apierr.Invalid("items must hold 1 to %d items, got %d", maxItems, n)
+	}
+	return nil
+}
+
 func handleFreqBatch(log *slog.Logger, p *parser, store seed000, deg *degrader, maxItems int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req counting.BatchRequest
-		if err := decodeBody(w, r, maxBatchBody, &req, `{"items":[...]}`); err != nil {
+		if err := decodeBatch(w, r, &req, func() int { return len(req.Items) }, maxItems); err != nil {
 			httpjson.Error(w, r, log, err)
-			return
-		}
-		if len(req.Items) == 0 || len(req.Items) > maxItems {
-			httpjson.Error(w, r, log, apierr.Invalid("items must hold 1 to %d items, got %d", maxItems, len(req.Items)))
 			return
 		}
 		qs := make([]Query, len(req.Items))
@@ -153,12 +161,8 @@ func handleFreqBatch(log *slog.Logger, p *parser, store seed000, deg *degrader, 
 func handleIncrBatch(log *slog.Logger, p *parser, store seed000, maxItems int, writeTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req counting.BatchRequest
-		if err := decodeBody(w, r, maxBatchBody, &req, `{"items":[...]}`); err != nil {
+		if err := decodeBatch(w, r, &req, func() int { return len(req.Items) }, maxItems); err != nil {
 			httpjson.Error(w, r, log, err)
-			return
-		}
-		if len(req.Items) == 0 || len(req.Items) > maxItems {
-			httpjson.Error(w, r, log, apierr.Invalid("items must hold 1 to %d items, got %d", maxItems, len(req.Items)))
 			return
 		}
 		answers := make([]answer, len(req.Items))

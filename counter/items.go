@@ -19,12 +19,8 @@ import (
 func handleItems(log *slog.Logger, lim *limits, store *Store, deg *degrader, maxItems int, writeTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req counting.Request
-		if err := decodeBody(w, r, maxBatchBody, &req, `{"items":[...]}`); err != nil {
+		if err := decodeBatch(w, r, &req, func() int { return len(req.Items) }, maxItems); err != nil {
 			httpjson.Error(w, r, log, err)
-			return
-		}
-		if len(req.Items) == 0 || len(req.Items) > maxItems {
-			httpjson.Error(w, r, log, apierr.Invalid("items must hold 1 to %d items, got %d", maxItems, len(req.Items)))
 			return
 		}
 		write := req.Items[0].Hits > 0

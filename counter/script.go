@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/sha1"
 	"encoding/hex"
-	"strings"
 
 	"github.com/redis/rueidis"
 )
@@ -31,5 +30,6 @@ func (s *script) eval(c rueidis.Client, keys, args []string) rueidis.Completed {
 }
 
 func isNoScript(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+	re, ok := rueidis.IsRedisErr(err)
+	return ok && re.IsNoScript()
 }
