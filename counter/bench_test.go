@@ -3,6 +3,8 @@ package main
 import (
 	"connectrpc.com/connect"
 	"context"
+	"errors"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	gojson "github.com/goccy/go-json"
+	"github.com/redis/rueidis"
 
 	freqcapv1 "github.com/freqcap/freqcap/gen/freqcap/v1"
 	"github.com/freqcap/freqcap/shared/counting"
@@ -171,4 +174,70 @@ func BenchmarkLimit(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkDedupeBytes reports what remembering event ids costs in Redis,
+// per notice and dimension, with UUID event ids: used_memory after writing
+// the notices with event ids less after writing them without. cold: one
+// notice per device (a set of one); hot: every notice on one bundle (one
+// large set).
+func BenchmarkDedupeBytes(b *testing.B) {
+	uuid := func(i int) string { return fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i) }
+	for _, tc := range []struct {
+		name string
+		dim  func(i int) Dim
+	}{
+		{"cold", func(i int) Dim { return Dim{"device", uuid(i)} }},
+		{"hot", func(int) Dim { return Dim{"bundle", "com.hot"} }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			srv := redistest.Start(b)
+			st, _ := testStore(b, srv, newClock(time.Now()))
+			rc := newClient(b, srv.URL())
+			ctx := context.Background()
+			const notices = 20000
+			used := func(eids bool) int64 {
+				raw(b, rc, "FLUSHALL")
+				before := usedMemory(b, rc)
+				qs := make([]Query, 0, 100)
+				for i := range notices {
+					q := Query{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{tc.dim(i)}}
+					if eids {
+						q.EID = uuid(1<<30 + i)
+					}
+					qs = append(qs, q)
+					if len(qs) == cap(qs) {
+						if _, errs := st.IncrBatch(ctx, qs); errors.Join(errs...) != nil {
+							b.Fatal(errors.Join(errs...))
+						}
+						qs = qs[:0]
+					}
+				}
+				return usedMemory(b, rc) - before
+			}
+			var per float64
+			for b.Loop() {
+				per = float64(used(true)-used(false)) / notices
+			}
+			b.ReportMetric(per, "B/notice")
+		})
+	}
+}
+
+func usedMemory(b *testing.B, rc rueidis.Client) int64 {
+	info, err := raw(b, rc, "INFO", "memory").ToString()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	b.Fatal("no used_memory in INFO memory")
+	return 0
 }

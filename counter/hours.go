@@ -6,12 +6,9 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/freqcap/freqcap/lua"
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
 )
-
-var hoursScript = newScript(lua.Hours)
 
 // hoursKind is "the last N hours" from hour buckets: the Hash
 // hfreq:{<tag>}, field = epoch hour. Retention is the counter's
@@ -28,25 +25,17 @@ func (hoursKind) check(it *counting.Item, lim *limits, field string) error {
 	return nil
 }
 
-func (hoursKind) write(it *counting.Item, e *env) (*script, []string, []string) {
-	dedupe := "0"
-	keys := []string{hoursKey(it)}
-	if it.EventID != "" {
-		dedupe = strconv.FormatInt(e.dedupeTTL.Milliseconds(), 10)
-		keys = append(keys, dedupeKey(it, "h"))
-	}
-	return hoursScript, keys, []string{
-		strconv.FormatInt(it.Hits, 10),
+func (hoursKind) write(it *counting.Item, e *env) writing {
+	return writing{part: "hours", keys: []string{hoursKey(it)}, args: []string{
 		strconv.FormatInt(e.hour, 10),
 		strconv.Itoa(e.retention),
 		strconv.FormatInt(it.Spec.Span, 10),
-		dedupe,
-	}
+	}}
 }
 
 func (hoursKind) wrote(_ *counting.Item, _ *env, v []int64, r *counting.Result) error {
 	if len(v) != 2 {
-		return fmt.Errorf("hours script returned %d values", len(v))
+		return fmt.Errorf("hours part returned %d values", len(v))
 	}
 	r.Count, r.Duplicate = v[0], v[1] == 1
 	return nil

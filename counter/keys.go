@@ -55,8 +55,6 @@ func tagged(prefix string, it *counting.Item) string {
 	return prefix + "{" + it.Scope.Event + ":" + it.Subject.Dim + ":" + it.Scope.Campaign + ":" + escape(it.Subject.ID) + "}"
 }
 
-// dedupeKey is the key that remembers an event id on one counter; kind
-// tells apart the counters of one tag (w window, h hours).
-func dedupeKey(it *counting.Item, kind string) string {
-	return tagged("dedup:", it) + ":" + kind + ":" + escape(it.EventID)
-}
+// dedupeKey is the set of the event ids counted on the counters of the
+// item's tag (lua/count.lua).
+func dedupeKey(it *counting.Item) string { return tagged("dedup:", it) }

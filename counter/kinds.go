@@ -16,9 +16,9 @@ type kind interface {
 	// returns the message of a 400 with the field under field (e.g.
 	// "items[2].").
 	check(it *counting.Item, lim *limits, field string) error
-	// write is the script run that counts the item's hits.
-	write(it *counting.Item, e *env) (s *script, keys, args []string)
-	// wrote decodes the script's answer into r.
+	// write is how the item's hits are counted.
+	write(it *counting.Item, e *env) writing
+	// wrote decodes the script's (or the part's) answer into r.
 	wrote(it *counting.Item, e *env, v []int64, r *counting.Result) error
 	// read is the commands that read the item; cacheable is false when a
 	// cached answer would be wrong (a window whose bounds move every ms).
@@ -40,6 +40,16 @@ var kinds = map[counting.Kind]kind{
 	counting.LeakyBucket:   leakyBucket,
 	counting.TokenBucket:   tokenBucket,
 	counting.GCRA:          gcra,
+}
+
+// writing is how one item's hits are counted: a run of a script of the
+// kind's own, or a part of lua/count.lua (part set, one key), which the
+// store runs in one script run, with one event-id check, together with the
+// other parts of the item's tag that the same event counts on.
+type writing struct {
+	script     *script
+	part       string
+	keys, args []string
 }
 
 // env is what kinds build commands from for one store call: the instant,

@@ -141,9 +141,9 @@ func (k limiterKind) key(it *counting.Item, s *counting.Spec, suffix string) str
 	return key + suffix
 }
 
-func (limiterKind) write(it *counting.Item, e *env) (*script, []string, []string) {
+func (limiterKind) write(it *counting.Item, e *env) writing {
 	keys, args := limitKeysArgs(it, e, "")
-	return limitScript, keys, args
+	return writing{script: limitScript, keys: keys, args: args}
 }
 
 // limitKeysArgs is the keys and arguments of lua/limit.lua for the item's

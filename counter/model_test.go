@@ -348,3 +348,127 @@ func TestModelDayEndMatchesCalendar(t *testing.T) {
 		}
 	}
 }
+
+// dedupeModel is the event-id check of the counters of one tag: an id is
+// remembered, with the counters it counted on, for the dedupe TTL after it
+// last counted on one.
+type dedupeModel struct {
+	ttlMs int64
+	ids   map[string]dedupeEntry
+}
+
+type dedupeEntry struct {
+	atMs int64
+	on   map[counting.Kind]bool
+}
+
+// counts reports whether the event id counts on the counter of kind k now
+// (false: a duplicate), and remembers it.
+func (m *dedupeModel) counts(nowMs int64, id string, k counting.Kind) bool {
+	if id == "" {
+		return true
+	}
+	for x, e := range m.ids {
+		if e.atMs < nowMs-m.ttlMs {
+			delete(m.ids, x)
+		}
+	}
+	e, ok := m.ids[id]
+	if ok && e.on[k] {
+		return false
+	}
+	if !ok {
+		e.on = map[counting.Kind]bool{}
+	}
+	e.on[k], e.atMs = true, nowMs
+	m.ids[id] = e
+	return true
+}
+
+// TestEventIDsAgreeWithModel writes random batches of day and hour items on
+// two dimensions' counters, with event ids drawn from a small pool (so
+// replays, replays after the dedupe TTL, an id counted on the day alone
+// and later on the hours, and an item twice in one batch all occur), and
+// compares every count and duplicate with the models.
+func TestEventIDsAgreeWithModel(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := newClock(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC))
+	v, _ := testStore(t, srv, clk, "COUNTER_DEDUPE_TTL=10m", "COUNTER_MAX_WINDOW_HOURS=24")
+	rng := rand.New(rand.NewPCG(7, 8))
+	scope := counting.Scope{Campaign: "1", Event: "win"}
+	subjects := []counting.Subject{{Dim: "device", ID: "d1"}, {Dim: "bundle", ID: "com.b"}}
+	type counters struct {
+		day    int64
+		hours  *hoursModel
+		dedupe *dedupeModel
+	}
+	ms := make([]*counters, len(subjects))
+	for i := range ms {
+		ms[i] = &counters{hours: &hoursModel{buckets: map[int64]int64{}, keep: 24}, dedupe: &dedupeModel{ttlMs: 600_000, ids: map[string]dedupeEntry{}}}
+	}
+	dups := 0
+	for step := range 400 {
+		// Up to 4 min a step stays inside the day; now and then past the TTL.
+		clk.Add(time.Duration(rng.IntN(240)) * time.Second)
+		if rng.IntN(40) == 0 {
+			clk.Add(10*time.Minute + time.Duration(rng.IntN(2000))*time.Millisecond)
+		}
+		now := clk.Now()
+		if now.Day() != 2 {
+			break
+		}
+		var batch []counting.Item
+		var of []int
+		for range 1 + rng.IntN(6) {
+			s := rng.IntN(len(subjects))
+			it := counting.Item{Scope: scope, Subject: subjects[s], Hits: int64(1 + rng.IntN(2))}
+			if rng.IntN(8) > 0 {
+				it.EventID = fmt.Sprint("e", rng.IntN(30))
+			}
+			it.Spec = counting.Spec{Kind: counting.Day, Span: 1}
+			if rng.IntN(2) == 0 {
+				it.Spec = counting.Spec{Kind: counting.Hours, Span: int64(1 + rng.IntN(24))}
+			}
+			batch = append(batch, it)
+			of = append(of, s)
+			if rng.IntN(3) == 0 {
+				// The same event on the subject's other counter, as one
+				// notice counts its day and its hours.
+				other := it
+				other.Spec = counting.Spec{Kind: counting.Hours, Span: 3}
+				if it.Spec.Kind == counting.Hours {
+					other.Spec = counting.Spec{Kind: counting.Day, Span: 1}
+				}
+				batch = append(batch, other)
+				of = append(of, s)
+			}
+		}
+		got := v.Store.Write(context.Background(), batch)
+		hour := now.Unix() / 3600
+		for i, it := range batch {
+			m := ms[of[i]]
+			counts := m.dedupe.counts(now.UnixMilli(), it.EventID, it.Spec.Kind)
+			var want int64
+			if it.Spec.Kind == counting.Day {
+				if counts {
+					m.day += it.Hits
+				}
+				want = m.day
+			} else {
+				if counts {
+					m.hours.hit(hour, it.Hits)
+				}
+				want = m.hours.sum(hour, it.Spec.Span)
+			}
+			if !counts {
+				dups++
+			}
+			if r := got[i]; r.Code != 0 || r.Count != want || r.Duplicate == counts {
+				t.Fatalf("step %d item %d %+v at %s: %+v, model count %d duplicate %v", step, i, it, now, r, want, !counts)
+			}
+		}
+	}
+	if dups < 50 {
+		t.Fatalf("only %d duplicates in the stream", dups)
+	}
+}

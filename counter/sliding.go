@@ -53,14 +53,14 @@ func member(it *counting.Item) string {
 	return it.EventID
 }
 
-func (slidingKind) write(it *counting.Item, e *env) (*script, []string, []string) {
-	return slidingScript, []string{slidingKey(it)}, []string{
+func (slidingKind) write(it *counting.Item, e *env) writing {
+	return writing{script: slidingScript, keys: []string{slidingKey(it)}, args: []string{
 		strconv.FormatInt(e.now.UnixMilli(), 10),
 		strconv.FormatInt(it.Spec.Span*1000, 10),
 		strconv.FormatInt(it.Spec.Limit, 10),
 		strconv.FormatInt(it.Spec.MinGapSec*1000, 10),
 		member(it),
-	}
+	}}
 }
 
 func (slidingKind) wrote(_ *counting.Item, _ *env, v []int64, r *counting.Result) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/freqcap/freqcap/lua"
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
 )
@@ -48,42 +50,24 @@ func (s *Store) env() *env {
 
 // Write counts every item (Hits > 0), each with its kind's script; the
 // runs go out together, so the call costs one round trip per node. Items
-// on one counter run in their order, one after the other. Results are in
-// item order; an item Redis could not count carries its own code (writes
-// do not degrade: the caller retries).
+// of one tag that are parts of lua/count.lua share one run when they count
+// the same event (the day and the hour buckets of one dimension). Items on
+// one counter run in their order, one after the other. Results are in item
+// order; an item Redis could not count carries its own code (writes do not
+// degrade: the caller retries).
 func (s *Store) Write(ctx context.Context, items []counting.Item) []counting.Result {
 	e := s.env()
-	type run struct {
-		script     *script
-		keys, args []string
-	}
-	runs := make([]run, len(items))
-	// groups holds the item indexes of each counter key, in order: the runs
-	// of one counter go out one after the other.
-	groups := make(map[string][]int, len(items))
-	order := make([]string, 0, len(items))
-	for i := range items {
-		r := &runs[i]
-		r.script, r.keys, r.args = kinds[items[i].Spec.Kind].write(&items[i], e)
-		if _, ok := groups[r.keys[0]]; !ok {
-			order = append(order, r.keys[0])
-		}
-		groups[r.keys[0]] = append(groups[r.keys[0]], i)
-	}
-	idx := make([]int, 0, len(items))
-	cmds := make(rueidis.Commands, 0, len(items))
-	for _, key := range order {
-		for _, i := range groups[key] {
-			idx = append(idx, i)
-			cmds = append(cmds, runs[i].script.evalsha(s.rdb, runs[i].keys, runs[i].args))
-		}
+	runs := s.runs(items, e)
+	cmds := make(rueidis.Commands, len(runs))
+	for k, r := range runs {
+		cmds[k] = r.script.evalsha(s.rdb, r.keys, r.args)
 	}
 	// One DoMulti: one pipelined round trip per node.
 	out := s.rdb.DoMulti(ctx, cmds...)
-	var again []int // positions in out that Redis answered NOSCRIPT
-	for p, r := range out {
+	var again []int // runs Redis answered NOSCRIPT
+	for k, r := range out {
 		if isNoScript(r.Error()) {
-			again = append(again, p)
+			again = append(again, k)
 		}
 	}
 	if len(again) > 0 {
@@ -93,31 +77,107 @@ func (s *Store) Write(ctx context.Context, items []counting.Item) []counting.Res
 		// gone before an earlier one, which only swaps their answers).
 		evals := make(rueidis.Commands, len(again))
 		for k, p := range again {
-			x := &runs[idx[p]]
-			evals[k] = x.script.eval(s.rdb, x.keys, x.args)
+			evals[k] = runs[p].script.eval(s.rdb, runs[p].keys, runs[p].args)
 		}
 		for k, r := range s.rdb.DoMulti(ctx, evals...) {
 			out[again[k]] = r
 		}
 	}
 	res := make([]counting.Result, len(items))
-	for p, i := range idx {
-		it, r := &items[i], &res[i]
-		v, err := out[p].AsIntSlice()
-		r.Allowed = true
-		if err == nil {
-			err = kinds[it.Spec.Kind].wrote(it, e, v, r)
-		}
-		if err != nil {
-			s.metrics.redisErrors.WithLabelValues("write").Inc()
-			*r = counting.Result{Code: writeCode(err), Msg: "redis unavailable, retry: " + firstLine(err)}
-			continue
-		}
-		if r.Duplicate {
-			s.metrics.duplicates.Inc()
+	for k := range runs {
+		v, err := out[k].AsIntSlice()
+		for _, i := range runs[k].items {
+			it, r := &items[i], &res[i]
+			r.Allowed = true
+			vals, ierr := v, err
+			if ierr == nil && runs[k].parts {
+				// Each part's answer is its length, then its values.
+				vals, v, ierr = splitPart(v)
+			}
+			if ierr == nil {
+				ierr = kinds[it.Spec.Kind].wrote(it, e, vals, r)
+			}
+			if ierr != nil {
+				s.metrics.redisErrors.WithLabelValues("write").Inc()
+				*r = counting.Result{Code: writeCode(ierr), Msg: "redis unavailable, retry: " + firstLine(ierr)}
+				continue
+			}
+			if r.Duplicate {
+				s.metrics.duplicates.Inc()
+			}
 		}
 	}
 	return res
+}
+
+// scriptRun is one script run of a write and the items it answers, in order.
+type scriptRun struct {
+	script     *script
+	keys, args []string
+	items      []int
+	parts      bool // a run of lua/count.lua
+	hits       int64
+	eid        string
+}
+
+// runs turns items into script runs, in the order they go out: the runs of
+// one tag (of one counter, for kinds with a script of their own) one after
+// the other in item order. A part joins the latest run of its tag when that
+// run counts the same event (same event id and hits), so the order of the
+// items on every counter is kept.
+func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
+	// groups holds the runs of each tag (or counter key), in order.
+	groups := make(map[string][]*scriptRun, len(items))
+	order := make([]string, 0, len(items))
+	for i := range items {
+		it := &items[i]
+		w := kinds[it.Spec.Kind].write(it, e)
+		group := w.keys[0]
+		if w.part != "" {
+			group = dedupeKey(it)
+		}
+		rs, ok := groups[group]
+		if !ok {
+			order = append(order, group)
+		}
+		if w.part == "" {
+			groups[group] = append(rs, &scriptRun{script: w.script, keys: w.keys, args: w.args, items: []int{i}})
+			continue
+		}
+		var r *scriptRun
+		if n := len(rs); n > 0 && rs[n-1].hits == it.Hits && rs[n-1].eid == it.EventID {
+			r = rs[n-1]
+		} else {
+			ttl := "0"
+			if it.EventID != "" {
+				ttl = strconv.FormatInt(e.dedupeTTL.Milliseconds(), 10)
+			}
+			r = &scriptRun{script: countScript, parts: true, hits: it.Hits, eid: it.EventID,
+				keys: []string{group},
+				args: []string{strconv.FormatInt(it.Hits, 10), strconv.FormatInt(e.now.UnixMilli(), 10), ttl, it.EventID}}
+			groups[group] = append(rs, r)
+		}
+		r.items = append(r.items, i)
+		r.keys = append(r.keys, w.keys[0])
+		r.args = append(append(r.args, w.part, strconv.Itoa(len(w.args))), w.args...)
+	}
+	out := make([]*scriptRun, 0, len(items))
+	for _, g := range order {
+		out = append(out, groups[g]...)
+	}
+	return out
+}
+
+var countScript = newScript(lua.Count)
+
+// splitPart takes one part's answer off the front of a count.lua answer:
+// its length, then its values.
+func splitPart(v []int64) (part, rest []int64, err error) {
+	if len(v) == 0 || v[0] < 1 || v[0] > int64(len(v)-1) {
+		return nil, nil, fmt.Errorf("count script returned %d values, short of a part", len(v))
+	}
+	n := int(v[0])
+	return v[1 : 1+n], v[1+n:], nil
 }
 
 func writeCode(err error) int {

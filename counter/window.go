@@ -7,12 +7,9 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/freqcap/freqcap/lua"
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
 )
-
-var windowScript = newScript(lua.Window)
 
 // windowKind is a String with a TTL, opened by the first hit: kinds day
 // (natural days) and seconds. A campaign's day counter is freq:{<tag>}, a
@@ -65,24 +62,16 @@ func dayTTL(now time.Time, loc *time.Location) time.Duration {
 	return (dayEnd(now, loc, 1).Sub(now) + time.Millisecond - 1).Truncate(time.Millisecond)
 }
 
-func (k windowKind) write(it *counting.Item, e *env) (*script, []string, []string) {
+func (k windowKind) write(it *counting.Item, e *env) writing {
 	// Relative to the counter's clock, rounded up to the millisecond as
 	// dayTTL is: the window never ends before its span does.
 	ttl := (k.windowEnd(it, e).Sub(e.now) + time.Millisecond - 1).Truncate(time.Millisecond)
-	dedupe := "0"
-	keys := []string{windowKey(it), ""}
-	if it.EventID != "" {
-		dedupe = strconv.FormatInt(e.dedupeTTL.Milliseconds(), 10)
-		keys[1] = dedupeKey(it, "w")
-	} else {
-		keys = keys[:1]
-	}
-	return windowScript, keys, []string{strconv.FormatInt(it.Hits, 10), strconv.FormatInt(ttl.Milliseconds(), 10), dedupe}
+	return writing{part: "window", keys: []string{windowKey(it)}, args: []string{strconv.FormatInt(ttl.Milliseconds(), 10)}}
 }
 
 func (k windowKind) wrote(it *counting.Item, e *env, v []int64, r *counting.Result) error {
 	if len(v) != 3 {
-		return fmt.Errorf("window script returned %d values", len(v))
+		return fmt.Errorf("window part returned %d values", len(v))
 	}
 	r.Count, r.Duplicate = v[0], v[2] == 1
 	r.TTLMs = max(v[1], 0)

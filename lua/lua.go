@@ -5,16 +5,19 @@ package lua
 
 import _ "embed"
 
-// Window counts hits in a window opened by the first hit (String + TTL):
-// kinds day and seconds.
-//
-//go:embed window.lua
-var Window string
+// Count counts one event on one or more counters of one hash tag with one
+// event-id check: count.lua with every part's function before it. A part
+// is one file defining parts.<name>; see count.lua for the contract.
+var Count = "local parts = {}\n" + window + hours + count
 
-// Hours counts hits in the current hour bucket of an hour Hash.
-//
-//go:embed hours.lua
-var Hours string
+var (
+	//go:embed count.lua
+	count string
+	//go:embed window.lua
+	window string
+	//go:embed hours.lua
+	hours string
+)
 
 // Sliding checks and records one event in an exact sliding window with an
 // optional limit and minimum gap.
