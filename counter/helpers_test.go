@@ -82,9 +82,22 @@ func newClient(t testing.TB, url string) rueidis.Client {
 func testStore(t testing.TB, srv *redistest.Server, clk *clock, kv ...string) (seed000, Settings) {
 	t.Helper()
 	s := testSettings(t, srv.URL(), kv...)
-	st := newStore(newClient(t, srv.URL()), s, newMetrics(prometheus.NewRegistry()), clk.Now)
+	st := newTestStore(t, srv.URL(), s, clk.Now)
 	t.Cleanup(st.Close)
 	return seed000{st}, s
+}
+
+// newTestStore is a store on its own client to url, opened as the counter
+// opens it, and its own registry.
+func newTestStore(t testing.TB, url string, s Settings, now func() time.Time) *Store {
+	t.Helper()
+	reach := &redisconn.Reach{}
+	c, err := redisconn.Open(url, reach.Install)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return newStore(c, reach, s, newMetrics(prometheus.NewRegistry()), now)
 }
 
 // raw runs one command on a separate connection, as redis-cli would.

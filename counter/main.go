@@ -45,7 +45,9 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
+	reach := &redisconn.Reach{}
 	rdb, err := redisconn.Open(s.RedisURL, func(opt *rueidis.ClientOption) {
+		reach.Install(opt)
 		// Commands of concurrent requests that arrive within the delay
 		// share one write to Redis: fewer syscalls on both sides, for
 		// microseconds of latency.
@@ -58,7 +60,7 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	store := newStore(rdb, s, newMetrics(reg), time.Now)
+	store := newStore(rdb, reach, s, newMetrics(reg), time.Now)
 	defer store.Close()
 
 	srv, err := httpserver.Listen(s.Addr, "COUNTER_ADDR", NewServer(log, s, store, reg))
@@ -81,9 +83,10 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 
 // newStore wires the store to its Redis client and settings; now is the
 // clock, injectable so tests can stand at any instant.
-func newStore(rdb rueidis.Client, s Settings, m *metrics, now func() time.Time) *Store {
+func newStore(rdb rueidis.Client, reach *redisconn.Reach, s Settings, m *metrics, now func() time.Time) *Store {
 	st := &Store{
 		rdb:         rdb,
+		reach:       reach,
 		loc:         s.Location,
 		now:         now,
 		cached:      s.Cached,

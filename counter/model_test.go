@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/redistest"
@@ -259,7 +258,7 @@ func TestWindowsAgreeWithModel(t *testing.T) {
 			srv := redistest.Start(t)
 			s := testSettings(t, srv.URL(), "COUNTER_TIMEZONE="+tt.tz)
 			clk := newRealClock(tt.at)
-			st := newStore(newClient(t, srv.URL()), s, newMetrics(prometheus.NewRegistry()), clk.Now)
+			st := newTestStore(t, srv.URL(), s, clk.Now)
 			t.Cleanup(st.Close)
 			rng := rand.New(rand.NewPCG(uint64(ti), 5))
 			m := &windowModel{}

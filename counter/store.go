@@ -14,6 +14,7 @@ import (
 	"github.com/freqcap/freqcap/lua"
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/redisconn"
 )
 
 // Store owns every Redis key and command of the counter. It knows no kind
@@ -32,6 +33,7 @@ type Store struct {
 	jobs        chan *readJob
 	retention   int
 	hours       atomic.Pointer[hourFields]
+	reach       *redisconn.Reach
 }
 
 // env is the instant and settings one call builds its commands from.
@@ -83,6 +85,7 @@ func (s *Store) Write(ctx context.Context, items []counting.Item) []counting.Res
 			out[again[k]] = r
 		}
 	}
+	s.reach.Observe(firstErr(out))
 	res := make([]counting.Result, len(items))
 	for k := range runs {
 		v, err := out[k].AsIntSlice()
@@ -99,7 +102,7 @@ func (s *Store) Write(ctx context.Context, items []counting.Item) []counting.Res
 			}
 			if ierr != nil {
 				s.metrics.redisErrors.WithLabelValues("write").Inc()
-				*r = counting.Result{Code: writeCode(ierr), Msg: "redis unavailable, retry: " + firstLine(ierr)}
+				*r = counting.Result{Code: s.code(ierr), Msg: "redis unavailable, retry: " + firstLine(ierr)}
 				continue
 			}
 			if r.Duplicate {
@@ -180,8 +183,12 @@ func splitPart(v []int64) (part, rest []int64, err error) {
 	return v[1 : 1+n], v[1+n:], nil
 }
 
-func writeCode(err error) int {
-	if errors.Is(err, context.DeadlineExceeded) {
+// code is the answer code of a call that failed with err: a timeout
+// (10001) while Redis is connected but slow, unavailable (10004) when it
+// refuses connections or the connection is gone, even when the call then
+// ran out of time waiting for rueidis to reconnect.
+func (s *Store) code(err error) int {
+	if (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) && !s.reach.Down() {
 		return apierr.Timeout
 	}
 	return apierr.Unavailable
@@ -202,7 +209,7 @@ func (s *Store) Read(ctx context.Context, items []counting.Item) []counting.Resu
 		// Every reader is stuck on a hung Redis and the queue is full:
 		// answer now rather than pile up.
 		s.metrics.redisErrors.WithLabelValues("read").Inc()
-		return failAll(len(items), errReadersBusy)
+		return s.failAll(len(items), errReadersBusy)
 	}
 	select {
 	case res := <-j.done:
@@ -211,7 +218,7 @@ func (s *Store) Read(ctx context.Context, items []counting.Item) []counting.Resu
 		// rueidis may block past the context in some reconnect paths; the
 		// caller's deadline wins.
 		s.metrics.redisErrors.WithLabelValues("read").Inc()
-		return failAll(len(items), ctx.Err())
+		return s.failAll(len(items), ctx.Err())
 	}
 }
 
@@ -243,21 +250,17 @@ func (s *Store) startReaders() {
 // Close stops the readers.
 func (s *Store) Close() { close(s.jobs) }
 
-func failAll(n int, err error) []counting.Result {
+func (s *Store) failAll(n int, err error) []counting.Result {
 	res := make([]counting.Result, n)
 	for i := range res {
-		degrade(&res[i], err)
+		s.degrade(&res[i], err)
 	}
 	return res
 }
 
 // degrade makes r the answer of a read that failed with err.
-func degrade(r *counting.Result, err error) {
-	code := apierr.Unavailable
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		code = apierr.Timeout
-	}
-	*r = counting.Result{Code: code, Msg: "counts unavailable, answered 0: " + firstLine(err), Allowed: true, Degraded: true}
+func (s *Store) degrade(r *counting.Result, err error) {
+	*r = counting.Result{Code: s.code(err), Msg: "counts unavailable, answered 0: " + firstLine(err), Allowed: true, Degraded: true}
 }
 
 // span is where one item's commands sit in the cached or direct list.
@@ -327,6 +330,7 @@ func (s *Store) read(ctx context.Context, items []counting.Item) []counting.Resu
 			misses++
 		}
 	}
+	s.reach.Observe(errors.Join(firstErr(cachedRes), firstErr(directRes)))
 	s.metrics.cacheHits.Add(float64(hits))
 	s.metrics.cacheMisses.Add(float64(misses))
 
@@ -345,7 +349,7 @@ func (s *Store) read(ctx context.Context, items []counting.Item) []counting.Resu
 		}
 		if err != nil {
 			s.metrics.redisErrors.WithLabelValues("read").Inc()
-			degrade(r, err)
+			s.degrade(r, err)
 		}
 	}
 	return res

@@ -233,7 +233,7 @@ func TestReadFailsOpenWithinDeadline(t *testing.T) {
 	if _, err := st.Incr(context.Background(), &Query{CID: "1", Event: "win", Dims: []Dim{{"device", "a"}}}); err != nil {
 		t.Fatal(err)
 	}
-	check := func(name string) {
+	check := func(name string, code int) {
 		t.Helper()
 		for range 5 {
 			start := time.Now()
@@ -247,6 +247,9 @@ func TestReadFailsOpenWithinDeadline(t *testing.T) {
 			for i, r := range res {
 				if r.Err == nil {
 					t.Fatalf("%s: item %d has no error", name, i)
+				}
+				if got := apierr.CodeOf(r.Err); got != code {
+					t.Errorf("%s: item %d code %d (%v), want %d", name, i, got, r.Err, code)
 				}
 				for _, c := range r.Counts {
 					if c.Day != 0 || slices.ContainsFunc(c.Windows, func(n int64) bool { return n != 0 }) {
@@ -272,12 +275,14 @@ func TestReadFailsOpenWithinDeadline(t *testing.T) {
 	}
 
 	srv.Pause()
-	check("redis stopped (SIGSTOP)")
+	// A Redis that does not answer in time is a timeout; one that refuses
+	// connections is unavailable.
+	check("redis stopped (SIGSTOP)", apierr.Timeout)
 	srv.Resume()
 	recovered("after SIGCONT", 1)
 
 	srv.Kill()
-	check("redis killed")
+	check("redis killed", apierr.Unavailable)
 	srv.Restart()
 	recovered("after restart", 0)
 

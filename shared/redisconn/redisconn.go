@@ -3,8 +3,15 @@
 package redisconn
 
 import (
+	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/redis/rueidis"
 )
@@ -45,4 +52,57 @@ func Open(rawURL string, tune func(*rueidis.ClientOption)) (rueidis.Client, erro
 		return nil, fmt.Errorf("connect to redis (REDIS_URL=%s): %w", rawURL, err)
 	}
 	return c, nil
+}
+
+// Reach tells a Redis that refuses connections from a slow one. rueidis
+// redials in the background, so a call that runs out of time meanwhile
+// sees only its deadline; Reach remembers what the dials and the calls
+// found. Install it on the options before opening the client.
+type Reach struct{ down atomic.Bool }
+
+// Install makes opt's dials report to r.
+func (r *Reach) Install(opt *rueidis.ClientOption) {
+	dial := opt.DialCtxFn
+	opt.DialCtxFn = func(ctx context.Context, dst string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
+		var c net.Conn
+		var err error
+		switch {
+		case dial != nil:
+			c, err = dial(ctx, dst, d, cfg)
+		case cfg != nil:
+			c, err = (&tls.Dialer{NetDialer: d, Config: cfg}).DialContext(ctx, "tcp", dst)
+		default:
+			c, err = d.DialContext(ctx, "tcp", dst)
+		}
+		r.down.Store(err != nil)
+		return c, err
+	}
+}
+
+// Observe records a call's outcome: nil when Redis answered, else the
+// first error that is not a reply of Redis's.
+func (r *Reach) Observe(err error) {
+	switch {
+	case err == nil:
+		r.down.Store(false)
+	case isConnErr(err):
+		r.down.Store(true)
+	}
+}
+
+// Down reports whether the last dial or call found no connection.
+func (r *Reach) Down() bool { return r.down.Load() }
+
+// isConnErr reports whether err says there is no connection to Redis, as
+// opposed to a slow one.
+func isConnErr(err error) bool {
+	var op *net.OpError
+	switch {
+	case errors.As(err, &op):
+		return op.Op == "dial" || !op.Timeout()
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, rueidis.ErrClosing),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return true
+	}
+	return false
 }
