@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/caarlos0/env/v11"
 )
@@ -34,12 +35,34 @@ func Load[T any](environ []string) (T, error) {
 	for _, e := range agg.Errors {
 		var pe env.ParseError
 		if errors.As(e, &pe) {
-			msgs = append(msgs, fmt.Sprintf("%s: %v", envKey(reflect.TypeFor[T](), pe.Name), pe.Err))
+			key := envKey(reflect.TypeFor[T](), pe.Name)
+			msgs = append(msgs, fmt.Sprintf("%s: %s", key, want(pe, m[key])))
 		} else {
 			msgs = append(msgs, e.Error())
 		}
 	}
 	return cfg, fmt.Errorf("invalid configuration: %s", strings.Join(msgs, "; "))
+}
+
+// want says what a variable that did not parse should hold.
+func want(pe env.ParseError, got string) string {
+	t := pe.Type
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		t = t.Elem()
+	}
+	switch {
+	case t == reflect.TypeFor[time.Duration]():
+		return fmt.Sprintf("want a duration such as 500ms, 30s or 5m, got %q", got)
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		return fmt.Sprintf("want a whole number, got %q", got)
+	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
+		return fmt.Sprintf("want a whole number of 0 or more, got %q", got)
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		return fmt.Sprintf("want a number, got %q", got)
+	case t.Kind() == reflect.Bool:
+		return fmt.Sprintf("want true or false, got %q", got)
+	}
+	return pe.Err.Error()
 }
 
 // envKey finds the env tag of the struct field called field, looking into
