@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -117,27 +118,55 @@ type campaignFileEntry struct {
 	Campaign
 }
 
-// LoadFile stores every campaign of a JSON file [{"cid":"42","winLimitHours":3}, ...].
-func (c *Campaigns) LoadFile(ctx context.Context, path string) (int, error) {
+// seedScript stores a campaign unless it exists: KEYS[1] campaign key,
+// ARGV winLimitHours, paceWindowSec; returns 1 when it stored it.
+var seedScript = rueidis.NewLuaScript(`if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'winLimitHours', ARGV[1], 'paceWindowSec', ARGV[2])
+return 1`)
+
+// LoadFile seeds the campaigns of a JSON file [{"cid":"42","winLimitHours":3},
+// ...]: each is stored unless Redis has it already, so what the admin API
+// changed survives a restart. The file is decoded strictly (an unknown
+// field is an error, as the admin PUT refuses it) and checked whole before
+// anything is stored. It returns how many campaigns were stored and how
+// many were already there.
+func (c *Campaigns) LoadFile(ctx context.Context, path string) (stored, kept int, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE: %w", err)
+		return 0, 0, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE: %w", err)
 	}
 	var entries []campaignFileEntry
-	if err := json.Unmarshal(b, &entries); err != nil {
-		return 0, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE %s: %w", path, err)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&entries); err != nil {
+		return 0, 0, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE %s: %w", path, err)
 	}
+	if dec.More() {
+		return 0, 0, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE %s: data after the array", path)
+	}
+	seen := make(map[string]bool, len(entries))
 	for i, e := range entries {
 		if err := c.Validate(e.CID, e.Campaign); err != nil {
-			return 0, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE %s: entry %d: %w", path, i, err)
+			return 0, 0, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE %s: entry %d: %w", path, i, err)
 		}
+		if seen[e.CID] {
+			return 0, 0, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE %s: entry %d: campaign %s is listed twice", path, i, e.CID)
+		}
+		seen[e.CID] = true
 	}
 	for _, e := range entries {
-		if err := c.Put(ctx, e.CID, e.Campaign); err != nil {
-			return 0, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE: store campaign %s: %w", e.CID, err)
+		n, err := seedScript.Exec(ctx, c.rdb, []string{campaignKey(e.CID)},
+			[]string{strconv.Itoa(e.WinLimitHours), strconv.Itoa(e.PaceWindowSec)}).AsInt64()
+		if err != nil {
+			return stored, kept, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE: store campaign %s: %w", e.CID, err)
+		}
+		if n == 1 {
+			stored++
+		} else {
+			kept++
 		}
 	}
-	return len(entries), nil
+	return stored, kept, nil
 }
 
 // Ping reports whether Redis answers.

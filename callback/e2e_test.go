@@ -213,7 +213,7 @@ func TestEndToEnd(t *testing.T) {
 	// Bad notices: 400 with the JSON error, nothing counted.
 	before := dbsize(t, s)
 	for u, msg := range map[string]string{
-		"/win?device=d1": "cid must be",
+		"/win?device=d1": "cid is required",
 		"/win?cid=42":    "at least one dimension",
 		"/win?cid=42&device=d1&eid=${AUCTION_ID}": "unsubstituted macro",
 		"/imp?cid=42&device=AUDIT":                "AUDIT",

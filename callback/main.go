@@ -60,11 +60,11 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 	go schema.Keep(ctx, s.SchemaRefresh)
 	campaigns := &Campaigns{rdb: rdb, ttl: s.CampaignTTL, schema: schema.Get}
 	if s.CampaignsFile != "" {
-		n, err := campaigns.LoadFile(ctx, s.CampaignsFile)
+		stored, kept, err := campaigns.LoadFile(ctx, s.CampaignsFile)
 		if err != nil {
 			return err
 		}
-		log.Info("campaigns loaded", "file", s.CampaignsFile, "count", n)
+		log.Info("campaigns seeded", "file", s.CampaignsFile, "stored", stored, "already_in_redis", kept)
 	}
 
 	reg := prometheus.NewRegistry()

@@ -30,12 +30,13 @@ type rejection struct {
 }
 
 // checkValue refuses values an exchange left unfilled: an unsubstituted
-// macro such as ${AUCTION_ID}, or the AUDIT placeholder of a test render.
+// macro such as ${AUCTION_ID}, or AUDIT, the whole value an exchange puts
+// in place of a macro when it renders an ad for review.
 func checkValue(name, v string) *rejection {
 	switch {
 	case strings.Contains(v, "${"):
 		return &rejection{"macro", apierr.Invalid("%s is an unsubstituted macro: %q", name, v)}
-	case strings.Contains(v, "AUDIT"):
+	case v == "AUDIT":
 		return &rejection{"audit", apierr.Invalid("%s is an exchange test render (AUDIT): nothing counted", name)}
 	}
 	return nil
@@ -50,6 +51,9 @@ func parseNotice(event string, sch *counting.Schema, form url.Values) (notice, *
 	n := notice{event: event, cid: form.Get("cid"), eid: form.Get("eid")}
 	if rej := checkValue("cid", n.cid); rej != nil {
 		return n, rej
+	}
+	if n.cid == "" {
+		return n, &rejection{"invalid", apierr.Invalid("cid is required")}
 	}
 	if !ids.ValidCID(n.cid) {
 		return n, &rejection{"invalid", apierr.Invalid("cid must be %s", ids.CIDRule)}

@@ -23,7 +23,7 @@ func TestParseNotice(t *testing.T) {
 		{raw: "cid=42&device=abc&bundle=com.foo&eid=a1:i1&price=1.2&foo=bar", query: "cid=42&event=win&device=abc&bundle=com.foo&eid=a1%3Ai1"},
 		{raw: "cid=42&tagid=7", query: "cid=42&event=win&tagid=7&eid=cb-"},
 		{raw: "cid=42&device=&bundle=b", query: "cid=42&event=win&bundle=b&eid=cb-"},
-		{raw: "device=abc", reason: "invalid", msg: "cid must be"},
+		{raw: "device=abc", reason: "invalid", msg: "cid is required"},
 		{raw: "cid=4:2&device=abc", reason: "invalid", msg: "cid must be"},
 		{raw: "cid=42", reason: "invalid", msg: "at least one dimension"},
 		{raw: "cid=42&devise=abc", reason: "invalid", msg: "at least one dimension"},
@@ -33,6 +33,8 @@ func TestParseNotice(t *testing.T) {
 		{raw: "cid=42&device=abc&eid=${AUCTION_ID}:${AUCTION_IMP_ID}", reason: "macro", msg: "eid is an unsubstituted macro"},
 		{raw: "cid=42&device=abc&eid=AUDIT", reason: "audit", msg: "AUDIT"},
 		{raw: "cid=42&bundle=AUDIT", reason: "audit", msg: "AUDIT"},
+		// Only the whole value is the exchange's placeholder.
+		{raw: "cid=42&bundle=com.AUDITbooks.reader&eid=AUDIT-1", query: "cid=42&event=win&bundle=com.AUDITbooks.reader&eid=AUDIT-1"},
 		{raw: "cid=42&device=abc", event: "imp", reason: "invalid", msg: "the counter counts no imp events (it counts win, billing)"},
 	}
 	for _, tt := range tests {

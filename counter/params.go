@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -61,7 +62,7 @@ func (p *parser) fromURL(vals url.Values, extra map[string]*string) (Query, erro
 				continue
 			}
 			if !slices.Contains(p.dims, name) {
-				return q, apierr.Invalid("unknown parameter %q (dimensions: %v)", name, p.dims)
+				return q, p.unknownParam(name, extra)
 			}
 			q.Dims = append(q.Dims, Dim{Name: name, ID: v})
 		}
@@ -139,11 +140,22 @@ func (p *parser) sortDims(ds []Dim) {
 	})
 }
 
+// unknownParam names every parameter the endpoint takes.
+func (p *parser) unknownParam(name string, extra map[string]*string) error {
+	own := slices.Sorted(maps.Keys(extra))
+	valid := append([]string{"cid", "event", "eid", "windowHours", "paceWindowSec"}, own...)
+	return apierr.Invalid("unknown parameter %q: the parameters are %s and the dimensions %s",
+		name, strings.Join(valid, ", "), strings.Join(p.dims, ", "))
+}
+
 func (p *parser) windowErr(prefix string, lo int) error {
 	return apierr.Invalid("%swindowHours must be between %d and %d", prefix, lo, p.maxWindow)
 }
 
 func (p *parser) validate(q *Query, prefix string) error {
+	if q.CID == "" {
+		return apierr.Invalid("%scid is required", prefix)
+	}
 	if !ids.ValidCID(q.CID) {
 		return apierr.Invalid("%scid must be %s", prefix, ids.CIDRule)
 	}

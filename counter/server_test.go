@@ -189,14 +189,14 @@ func TestHTTPBadInputChangesNothing(t *testing.T) {
 		status             int
 		msg                string
 	}{
-		{"POST", "/v1/incr?device=abc", "", 400, "cid must be"},
+		{"POST", "/v1/incr?device=abc", "", 400, "cid is required"},
 		{"POST", "/v1/incr?cid=a:b&device=abc", "", 400, "cid must be"},
 		{"POST", "/v1/incr?cid=42", "", 400, "at least one dimension"},
 		{"POST", "/v1/incr?cid=42&device=abc&windowHours=169", "", 400, "windowHours must be between 0 and 168"},
 		{"POST", "/v1/incr?cid=42&device=abc&windowHours=-1", "", 400, "windowHours must be between 0 and 168"},
 		{"POST", "/v1/incr?cid=42&device=abc&windowHours=x", "", 400, "windowHours must be between 0 and 168"},
 		{"POST", "/v1/incr?cid=42&device=abc&event=click", "", 400, "event must be one of"},
-		{"POST", "/v1/incr?cid=42&device=abc&devise=x", "", 400, `unknown parameter "devise"`},
+		{"POST", "/v1/incr?cid=42&device=abc&devise=x", "", 400, `unknown parameter "devise": the parameters are cid, event, eid, windowHours, paceWindowSec and the dimensions device, bundle, tagid`},
 		{"POST", "/v1/incr?cid=42&device=abc&device=def", "", 400, "device must be given once"},
 		{"POST", "/v1/incr?cid=42&device=a%20b", "", 400, "device must be 1-128 bytes"},
 		{"POST", "/v1/incr?cid=42&device=" + strings.Repeat("x", 129), "", 400, "device must be 1-128 bytes"},
@@ -407,8 +407,14 @@ func TestHTTPPaceAndSeveralWindows(t *testing.T) {
 	}
 
 	// Split mode: writes record in the pace ZSet, reads return it.
-	call(t, "POST", base+"/v1/incr?cid=7&device=x&windowHours=24&paceWindowSec=600&eid=n1", "")
-	call(t, "POST", base+"/v1/incr?cid=7&device=x&windowHours=24&paceWindowSec=600&eid=n2", "")
+	// A write answers the window's state after it, as a read would.
+	_, m = call(t, "POST", base+"/v1/incr?cid=7&device=x&windowHours=24&paceWindowSec=600&eid=n1", "")
+	expect(t, m, map[string]any{"counts.device.pace.count": 1})
+	_, m = call(t, "POST", base+"/v1/incr?cid=7&device=x&windowHours=24&paceWindowSec=600&eid=n2", "")
+	expect(t, m, map[string]any{"counts.device.pace.count": 2})
+	if last, _ := path(m, "counts.device.pace.lastAt").(float64); time.Since(time.UnixMilli(int64(last))) > time.Minute {
+		t.Errorf("incr answered pace.lastAt %v, not this write", last)
+	}
 	_, m = call(t, "GET", base+"/v1/freq?cid=7&device=x&windowHours=2,24&paceWindowSec=600", "")
 	expect(t, m, map[string]any{
 		"windowHours": "[2 24]", "counts.device.windows.2": 2, "counts.device.windows.24": 2,
