@@ -15,9 +15,10 @@ test: redis-server
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-## run: build the services and start Redis, counter and callback locally
+## run: build the services and start Redis, counter and callback locally (Ctrl-C stops them)
 run: build
-	$(GO) run ./dev/stack
+	$(GO) build -o bin/stack ./dev/stack
+	exec bin/stack
 
 ## build: release binaries into bin/, built as the Dockerfiles build them
 build:

@@ -1,10 +1,19 @@
 // Command stack runs freqcap on a developer's machine: Redis, then the
 // services built into bin/, with curl lines to try. It is a development tool
 // only; the embedded Redis it may fall back to never ships in a service.
+//
+// It checks that every port it needs is free before it starts anything,
+// that what answers on each is its own child, and stops everything (exit
+// status 1) when a child exits on its own. The addresses are the services'
+// own variables: COUNTER_ADDR, CALLBACK_ADDR, CALLBACK_ADMIN_ADDR, and
+// REDIS_URL for a Redis it does not start (STACK_REDIS_ADDR for the one it
+// does).
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +23,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,155 +34,323 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Stdout); err != nil {
+	if err := run(ctx, os.Stdout, os.Getenv); err != nil {
 		fmt.Fprintln(os.Stderr, "stack:", err)
 		os.Exit(1)
 	}
 }
 
-// service is one process of the stack.
-type service struct {
-	name   string
-	env    []string
-	health string
+// addrs are where the stack's processes listen.
+type addrs struct {
+	redis, counter, callback, admin string
 }
 
-func run(ctx context.Context, out io.Writer) error {
-	redisURL, stopRedis, err := startRedis(ctx, out)
-	if err != nil {
-		return err
+func loadAddrs(getenv func(string) string) addrs {
+	or := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
 	}
-	defer stopRedis()
+	return addrs{
+		redis:    or("STACK_REDIS_ADDR", "127.0.0.1:6379"),
+		counter:  or("COUNTER_ADDR", "127.0.0.1:8081"),
+		callback: or("CALLBACK_ADDR", "127.0.0.1:8080"),
+		admin:    or("CALLBACK_ADMIN_ADDR", "127.0.0.1:9080"),
+	}
+}
 
-	services := []service{
-		{name: "counter", health: "http://127.0.0.1:8081/healthz", env: []string{"COUNTER_ADDR=127.0.0.1:8081", "REDIS_URL=" + redisURL, "COUNTER_LIMITS_FILE=dev/limits.yaml"}},
-		{name: "callback", health: "http://127.0.0.1:9080/healthz", env: []string{
-			"CALLBACK_ADDR=127.0.0.1:8080", "CALLBACK_ADMIN_ADDR=127.0.0.1:9080", "COUNTER_URL=http://127.0.0.1:8081",
-			"REDIS_URL=" + redisURL, "CALLBACK_CAMPAIGNS_FILE=dev/campaigns.json"}},
+// child is one process the stack started; exited is closed when it ends.
+type child struct {
+	name   string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error // how it ended, once exited is closed
+}
+
+func start(name string, cmd *exec.Cmd) (*child, error) {
+	// A process group of its own: Ctrl-C reaches the stack only, which then
+	// stops the children in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	var procs []*exec.Cmd
+	c := &child{name: name, cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.exited)
+	}()
+	return c, nil
+}
+
+// stop asks the child to end and waits for it.
+func (c *child) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(30 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+	}
+}
+
+func (c *child) exitErr() error {
+	if c.err == nil {
+		return fmt.Errorf("%s exited (status 0) while the stack was running", c.name)
+	}
+	return fmt.Errorf("%s exited: %w (its log is above)", c.name, c.err)
+}
+
+func run(ctx context.Context, out io.Writer, getenv func(string) string) error {
+	a := loadAddrs(getenv)
+	redisURL := getenv("REDIS_URL")
+	// Every port first: nothing is started, and nothing written into
+	// somebody else's Redis, when one is taken.
+	ports := [][2]string{{a.counter, "COUNTER_ADDR"}, {a.callback, "CALLBACK_ADDR"}, {a.admin, "CALLBACK_ADMIN_ADDR"}}
+	if redisURL == "" {
+		ports = append([][2]string{{a.redis, "STACK_REDIS_ADDR"}}, ports...)
+	}
+	for _, p := range ports {
+		if err := free(p[0]); err != nil {
+			hint := "set " + p[1] + " to a free address"
+			if p[1] == "STACK_REDIS_ADDR" {
+				hint = "set REDIS_URL to use the Redis there, or STACK_REDIS_ADDR to start one elsewhere"
+			}
+			return fmt.Errorf("%s %s is taken (%v): stop what listens there, or %s", p[1], p[0], err, hint)
+		}
+	}
+
+	var children []*child
 	defer func() {
-		// Last started, first stopped: callback finishes its deliveries to a counter
-		// that is still up.
-		for _, p := range slices.Backward(procs) {
-			_ = p.Process.Signal(syscall.SIGTERM)
-			_ = p.Wait()
+		// Last started, first stopped: callback finishes its deliveries
+		// to a counter that is still up, and Redis stops last.
+		for _, c := range slices.Backward(children) {
+			c.stop()
 		}
 	}()
+	if redisURL == "" {
+		u, c, stopEmbedded, err := startRedis(ctx, out, a.redis)
+		if err != nil {
+			return err
+		}
+		if c != nil {
+			children = append(children, c)
+		} else {
+			defer stopEmbedded()
+		}
+		redisURL = u
+	} else {
+		fmt.Fprintf(out, "using the Redis at REDIS_URL=%s\n", redisURL)
+	}
+
+	services := []struct {
+		name, health string
+		env          []string
+	}{
+		{"counter", "http://" + a.counter + "/healthz", []string{"COUNTER_ADDR=" + a.counter, "REDIS_URL=" + redisURL, "COUNTER_LIMITS_FILE=dev/limits.yaml"}},
+		{"callback", "http://" + a.admin + "/healthz", []string{
+			"CALLBACK_ADDR=" + a.callback, "CALLBACK_ADMIN_ADDR=" + a.admin, "COUNTER_URL=http://" + a.counter,
+			"REDIS_URL=" + redisURL, "CALLBACK_CAMPAIGNS_FILE=dev/campaigns.json"}},
+	}
 	for _, s := range services {
 		cmd := exec.Command(filepath.Join("bin", s.name))
 		cmd.Env = append(os.Environ(), s.env...)
 		cmd.Stdout, cmd.Stderr = out, out
-		// A process group of its own: Ctrl-C reaches the stack only, which
-		// then stops the services in order.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("start %s (run make build first): %w", s.name, err)
+		c, err := start(s.name, cmd)
+		if err != nil {
+			return fmt.Errorf("%w (run make build first)", err)
 		}
-		procs = append(procs, cmd)
-		if err := waitHealthy(ctx, s.health); err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
+		children = append(children, c)
+		if err := waitHealthy(ctx, c, s.health); err != nil {
+			return err
 		}
 	}
-	fmt.Fprint(out, `
-freqcap is up: callback on :8080 (admin :9080), counter on :8081; campaigns from dev/campaigns.json
-(42: winLimitHours 3, 43: 24, 44: 0). Try:
+	printTry(out, a)
 
-  # an exchange's win notice (nurl), then the bidder's read
-  curl -si 'http://127.0.0.1:8080/win?cid=42&device=abc&bundle=com.foo&tagid=7&eid=auction-1:imp-1&price=0.42'
-  curl -s 'http://127.0.0.1:8081/v1/freq?cid=42&device=abc&bundle=com.foo&tagid=7&windowHours=3'
-  curl -s -XPOST http://127.0.0.1:8081/v1/freq/batch -d '{"items":[{"cid":"42","dims":{"device":"abc","bundle":"com.foo"},"windowHours":[3]},{"cid":"43","dims":{"device":"abc"},"windowHours":[24]}]}'
-
-  # campaigns, and counting straight on the counter
-  curl -s -XPUT http://127.0.0.1:9080/v1/campaigns/45 -d '{"winLimitHours":2}'
-  curl -s -XPOST 'http://127.0.0.1:8081/v1/incr?cid=45&device=abc&windowHours=2'
-  curl -s http://127.0.0.1:9080/metrics | grep freqcap_callback_
-
-  # the generic frequency-control API (seed 002), Connect JSON
-  curl -s -H 'Content-Type: application/json' -d '{"business_id":7,"key":"user:1","time_span":60,"time_unit":"TIME_UNIT_SEC"}' http://127.0.0.1:8081/freqcap.v1.FrequencyControl/AddFreq
-
-  # rate limiting (seed 004): inline, and a named policy of dev/limits.yaml through the gate
-  curl -si -XPOST http://127.0.0.1:8081/v1/limit -d '{"key":"user:1","algorithm":"fixed_window","limit":3,"period":"1m","cost":1}'
-  curl -si 'http://127.0.0.1:8081/v1/limit/gate?policy=login&key=alice'
-
-Ctrl-C stops everything.
-`)
-	<-ctx.Done()
-	return nil
+	// Until Ctrl-C, or until a child ends on its own.
+	exited := make(chan *child, len(children))
+	for _, c := range children {
+		go func() {
+			<-c.exited
+			exited <- c
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(out, "stopping freqcap")
+		return nil
+	case c := <-exited:
+		return c.exitErr()
+	}
 }
 
-// startRedis uses REDIS_URL when set, else starts redis-server from PATH on
-// 127.0.0.1:6379, else falls back to an in-process miniredis.
-func startRedis(ctx context.Context, out io.Writer) (string, func(), error) {
-	if u := os.Getenv("REDIS_URL"); u != "" {
-		fmt.Fprintf(out, "using Redis at REDIS_URL=%s\n", u)
-		return u, func() {}, nil
-	}
-	if bin, err := exec.LookPath("redis-server"); err == nil {
-		dir, err := os.MkdirTemp("", "freqcap-redis-")
-		if err != nil {
-			return "", nil, err
-		}
-		// Not tied to ctx and in its own process group: Redis stops last,
-		// after callback has stopped reading its journal.
-		cmd := exec.Command(bin, "--port", "6379", "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			return "", nil, fmt.Errorf("start redis-server: %w", err)
-		}
-		stop := func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			_ = cmd.Wait()
-			_ = os.RemoveAll(dir)
-		}
-		if err := waitDial(ctx, "127.0.0.1:6379"); err != nil {
-			stop()
-			return "", nil, fmt.Errorf("redis-server (is port 6379 taken? set REDIS_URL): %w", err)
-		}
-		fmt.Fprintf(out, "redis-server %s on 127.0.0.1:6379 (data in %s, not persisted)\n", bin, dir)
-		return "redis://127.0.0.1:6379", stop, nil
-	}
-	m, err := miniredis.Run()
+// free reports whether nothing listens on addr.
+func free(addr string) error {
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", nil, err
+		return err
 	}
-	fmt.Fprintf(out, `
+	return l.Close()
+}
+
+// startRedis starts redis-server from PATH on addr and checks that the
+// Redis answering there is that process; without redis-server it falls
+// back to an in-process miniredis (c nil, stop set).
+func startRedis(ctx context.Context, out io.Writer, addr string) (url string, c *child, stop func(), err error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		m, err := miniredis.Run()
+		if err != nil {
+			return "", nil, nil, err
+		}
+		fmt.Fprintf(out, `
 !!! redis-server not found: using an EMBEDDED in-process Redis (miniredis) on %s.
 !!! Counts are NOT persistent and client-side caching is OFF.
 !!! Install redis-server (Debian: apt-get install redis-server) for the real thing.
 
 `, m.Addr())
-	// miniredis has no client tracking and no CLUSTER command.
-	return "redis://" + m.Addr() + "?client_cache=0&single=1", m.Close, nil
+		// miniredis has no client tracking and no CLUSTER command.
+		return "redis://" + m.Addr() + "?client_cache=0&single=1", nil, m.Close, nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("STACK_REDIS_ADDR %q: %w", addr, err)
+	}
+	dir, err := os.MkdirTemp("", "freqcap-redis-")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	cmd := exec.Command(bin, "--port", port, "--bind", host, "--dir", dir, "--save", "", "--appendonly", "no")
+	c, err = start("redis-server", cmd)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	go func() {
+		<-c.exited
+		_ = os.RemoveAll(dir)
+	}()
+	if err := waitOwnRedis(ctx, c, addr); err != nil {
+		c.stop()
+		return "", nil, nil, err
+	}
+	fmt.Fprintf(out, "redis-server %s on %s (pid %d, data in %s, not persisted)\n", bin, addr, cmd.Process.Pid, dir)
+	return "redis://" + addr, c, nil, nil
 }
 
-func waitDial(ctx context.Context, addr string) error {
+// waitOwnRedis waits until the Redis on addr answers with c's pid.
+func waitOwnRedis(ctx context.Context, c *child, addr string) error {
+	var last error
 	for range 100 {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			return c.Close()
+		pid, err := redisPID(addr)
+		switch {
+		case err == nil && pid == c.cmd.Process.Pid:
+			return nil
+		case err == nil:
+			return fmt.Errorf("the Redis on %s is process %d, not the redis-server the stack started (%d)", addr, pid, c.cmd.Process.Pid)
 		}
+		last = err
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-c.exited:
+			return c.exitErr()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("%s not listening after 5s", addr)
+	return fmt.Errorf("redis-server not answering on %s after 5s: %v", addr, last)
 }
 
-func waitHealthy(ctx context.Context, url string) error {
-	for range 100 {
-		if resp, err := http.Get(url); err == nil {
+// redisPID asks the Redis on addr for its process_id (INFO server).
+func redisPID(addr string) (int, error) {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := io.WriteString(conn, "INFO server\r\n"); err != nil {
+		return 0, err
+	}
+	r := bufio.NewReader(conn)
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return 0, err
+	}
+	if !strings.HasPrefix(head, "$") {
+		return 0, fmt.Errorf("INFO answered %q", strings.TrimSpace(head))
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(head[1:]))
+	if err != nil {
+		return 0, err
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(body), "\r\n") {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("INFO server has no process_id")
+}
+
+// waitHealthy waits until url answers 200 while c is running: a child
+// that fails to start (its port taken after the check, a bad setting)
+// ends the wait at once.
+func waitHealthy(ctx context.Context, c *child, url string) error {
+	client := &http.Client{Timeout: time.Second}
+	for range 200 {
+		select {
+		case <-c.exited:
+			return c.exitErr()
+		default:
+		}
+		if resp, err := client.Get(url); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return nil
+				select {
+				case <-c.exited:
+					return c.exitErr()
+				default:
+					return nil
+				}
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-c.exited:
+			return c.exitErr()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("not healthy at %s after 5s", url)
+	return fmt.Errorf("%s not healthy at %s after 10s", c.name, url)
+}
+
+func printTry(out io.Writer, a addrs) {
+	r := strings.NewReplacer("{callback}", a.callback, "{admin}", a.admin, "{counter}", a.counter)
+	fmt.Fprint(out, r.Replace(`
+freqcap is up: callback on {callback} (admin {admin}), counter on {counter}; campaigns from dev/campaigns.json
+(42: winLimitHours 3, 43: 24, 44: 0). Try:
+
+  # an exchange's win notice (nurl), then the bidder's read
+  curl -si 'http://{callback}/win?cid=42&device=abc&bundle=com.foo&tagid=7&eid=auction-1:imp-1&price=0.42'
+  curl -s 'http://{counter}/v1/freq?cid=42&device=abc&bundle=com.foo&tagid=7&windowHours=3'
+  curl -s -XPOST http://{counter}/v1/freq/batch -d '{"items":[{"cid":"42","dims":{"device":"abc","bundle":"com.foo"},"windowHours":[3]},{"cid":"43","dims":{"device":"abc"},"windowHours":[24]}]}'
+
+  # campaigns, and counting straight on the counter
+  curl -s -XPUT http://{admin}/v1/campaigns/45 -d '{"winLimitHours":2}'
+  curl -s -XPOST 'http://{counter}/v1/incr?cid=45&device=abc&windowHours=2&eid=try-1'
+  curl -s http://{admin}/metrics | grep freqcap_callback_
+
+  # the generic frequency-control API (seed 002), Connect JSON
+  curl -s -H 'Content-Type: application/json' -d '{"business_id":7,"key":"user:1","time_span":60,"time_unit":"TIME_UNIT_SEC"}' http://{counter}/freqcap.v1.FrequencyControl/AddFreq
+
+  # rate limiting (seed 004): inline, and a named policy of dev/limits.yaml through the gate
+  curl -si -XPOST http://{counter}/v1/limit -d '{"key":"user:1","algorithm":"fixed_window","limit":3,"period":"1m","cost":1}'
+  curl -si 'http://{counter}/v1/limit/gate?policy=login&key=alice'
+
+Ctrl-C stops everything.
+`))
 }

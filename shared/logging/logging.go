@@ -35,12 +35,21 @@ func New(w io.Writer, s Settings) (*slog.Logger, error) {
 	}
 	switch format {
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})), nil
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: readableDurations})), nil
 	case "text":
 		return slog.New(tint.NewHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w)})), nil
 	default:
 		return nil, fmt.Errorf("LOG_FORMAT: want auto, json or text, got %q", s.Format)
 	}
+}
+
+// readableDurations writes durations as Go writes them ("30s", "1.5ms"),
+// not as nanoseconds: a JSON log is read by people too.
+func readableDurations(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 func isTerminal(w io.Writer) bool {

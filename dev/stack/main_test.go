@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/freqcap/freqcap/shared/proctest"
+	"github.com/freqcap/freqcap/shared/redistest"
+)
+
+// stackDir is a directory laid out as the repository is for make run:
+// bin/ with the services and the launcher, dev/ with its sample files.
+func stackDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := proctest.Build(filepath.Join(dir, "bin"), "./counter", "./callback", "./dev/stack"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "dev"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"campaigns.json", "limits.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "dev", f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// launch runs the stack as make run does, on free ports, and returns it
+// with its output as it comes.
+type launched struct {
+	cmd  *exec.Cmd
+	a    addrs
+	mu   sync.Mutex
+	out  strings.Builder
+	done chan error
+}
+
+func (l *launched) logs() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.out.String()
+}
+
+func launch(t *testing.T, dir string, env ...string) *launched {
+	t.Helper()
+	port := func() string { return fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t)) }
+	l := &launched{a: addrs{redis: port(), counter: port(), callback: port(), admin: port()}, done: make(chan error, 1)}
+	l.cmd = exec.Command(filepath.Join(dir, "bin", "stack"))
+	l.cmd.Dir = dir
+	l.cmd.Env = append(os.Environ(), append([]string{"STACK_REDIS_ADDR=" + l.a.redis, "COUNTER_ADDR=" + l.a.counter,
+		"CALLBACK_ADDR=" + l.a.callback, "CALLBACK_ADMIN_ADDR=" + l.a.admin, "REDIS_URL="}, env...)...)
+	pr, pw := io.Pipe()
+	l.cmd.Stdout, l.cmd.Stderr = pw, pw
+	if err := l.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			l.mu.Lock()
+			l.out.WriteString(sc.Text() + "\n")
+			l.mu.Unlock()
+		}
+	}()
+	go func() {
+		err := l.cmd.Wait()
+		pw.Close()
+		l.done <- err
+	}()
+	t.Cleanup(func() {
+		if l.cmd.ProcessState == nil {
+			_ = l.cmd.Process.Signal(syscall.SIGTERM)
+			<-l.done
+		}
+		if t.Failed() {
+			t.Logf("stack output:\n%s", l.logs())
+		}
+	})
+	return l
+}
+
+// wait waits for the stack to exit and returns its exit status.
+func (l *launched) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-l.done:
+		return l.cmd.ProcessState.ExitCode()
+	case <-time.After(60 * time.Second):
+		t.Fatal("stack did not exit within 60s")
+		return 0
+	}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 30s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// make run starts Redis, counter and callback on the addresses it is
+// given, counts a notice, and Ctrl-C stops it cleanly (status 0).
+func TestStackRunsCountsAndStopsCleanly(t *testing.T) {
+	dir := stackDir(t)
+	l := launch(t, dir)
+	waitFor(t, "freqcap is up", func() bool { return strings.Contains(l.logs(), "freqcap is up") })
+	for _, want := range []string{"callback on " + l.a.callback, "counter on " + l.a.counter, "redis-server", "on " + l.a.redis, "http://" + l.a.callback + "/win?"} {
+		if !strings.Contains(l.logs(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	resp, err := http.Get("http://" + l.a.callback + "/win?cid=42&device=stack-test&eid=s-1")
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("notice: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	waitFor(t, "the notice counted", func() bool {
+		resp, err := http.Get("http://" + l.a.counter + "/v1/freq?cid=42&device=stack-test")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), `"day":1`)
+	})
+	_ = l.cmd.Process.Signal(syscall.SIGINT)
+	if code := l.wait(t); code != 0 {
+		t.Fatalf("stack exited %d after SIGINT, want 0", code)
+	}
+	for _, addr := range []string{l.a.redis, l.a.counter, l.a.callback, l.a.admin} {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			t.Errorf("%s still listening after the stack stopped", addr)
+		}
+	}
+}
+
+// A taken port stops the stack before it starts anything, naming the
+// variable; a service that exits at start stops the stack with status 1.
+func TestStackRefusesTakenPortsAndFailsWithItsChildren(t *testing.T) {
+	dir := stackDir(t)
+
+	// Someone else's Redis on the stack's port: nothing is written into it.
+	other := redistest.Start(t)
+	l := launch(t, dir, "STACK_REDIS_ADDR="+other.Addr)
+	if code := l.wait(t); code != 1 || !strings.Contains(l.logs(), "STACK_REDIS_ADDR "+other.Addr+" is taken") {
+		t.Fatalf("with port %s taken: status %d, output %q", other.Addr, code, l.logs())
+	}
+	if strings.Contains(l.logs(), "freqcap is up") {
+		t.Error("said freqcap is up")
+	}
+
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	l = launch(t, dir, "COUNTER_ADDR="+taken.Addr().String())
+	if code := l.wait(t); code != 1 || !strings.Contains(l.logs(), "COUNTER_ADDR "+taken.Addr().String()+" is taken") {
+		t.Fatalf("with COUNTER_ADDR taken: status %d, output %q", code, l.logs())
+	}
+	if c, err := net.Dial("tcp", l.a.redis); err == nil {
+		c.Close()
+		t.Error("a redis-server was started although a port was taken")
+	}
+
+	// A counter that refuses its settings exits at once.
+	l = launch(t, dir, "COUNTER_READ_TIMEOUT=soon")
+	if code := l.wait(t); code != 1 || !strings.Contains(l.logs(), "counter exited") || strings.Contains(l.logs(), "freqcap is up") {
+		t.Fatalf("with a counter that cannot start: status %d, output %q", code, l.logs())
+	}
+	waitFor(t, "redis-server stopped", func() bool {
+		c, err := net.Dial("tcp", l.a.redis)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+}
