@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -394,6 +395,10 @@ func TestNoLossWhenCounterRestarts(t *testing.T) {
 	s.waitKey("freq:{win:device:loss:dev}", 10_000, 60*time.Second)
 	time.Sleep(500 * time.Millisecond)
 	s.waitKey("freq:{win:device:loss:dev}", 10_000, 0)
+	// The retries while the counter was down were said, not only counted.
+	if logs := s.callback.Logs(); !strings.Contains(logs, "counter write failed, retrying") {
+		t.Errorf("callback logged no retry warning while the counter was down")
+	}
 }
 
 func TestNoLossWhenRedisStalls(t *testing.T) {
@@ -610,4 +615,25 @@ func TestCallbackTakesDimensionsFromTheCounter(t *testing.T) {
 	if code, _, body := s.do("PUT", "http://"+s.admin+"/v1/campaigns/6", `{"winLimitHours":169}`); code != 400 || !strings.Contains(body, "between 0 and 168") {
 		t.Errorf("a campaign beyond the counter's maxWindowHours: %d %s", code, body)
 	}
+}
+
+// A retry after the counter forgot the eid would count twice: callback
+// refuses CALLBACK_RETRY_FOR longer than half the counter's dedupe window.
+func TestRetryForMustFitTheCounterDedupeWindow(t *testing.T) {
+	s := &stack{t: t, redis: redistest.Start(t)}
+	s.counterAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.startCounter("COUNTER_DEDUPE_TTL=2m")
+	s.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bins, "callback"))
+	cmd.Env = append(os.Environ(), "CALLBACK_ADDR="+s.public, "CALLBACK_ADMIN_ADDR="+s.admin,
+		"COUNTER_URL=http://"+s.counterAddr, "REDIS_URL="+s.redis.URL(), "CALLBACK_RETRY_FOR=5m")
+	out, err := cmd.CombinedOutput()
+	if err == nil || ctx.Err() != nil || !strings.Contains(string(out), "CALLBACK_RETRY_FOR=5m0s: must be at most half the counter's COUNTER_DEDUPE_TTL (120s)") {
+		t.Fatalf("callback with CALLBACK_RETRY_FOR=5m against a 2m dedupe window: %v\n%s", err, out)
+	}
+	s.callback = s.startCallback("CALLBACK_RETRY_FOR=1m")
 }

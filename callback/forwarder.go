@@ -64,6 +64,8 @@ type Forwarder struct {
 	dropLog    rate.Sometimes
 	readLog    rate.Sometimes
 	releaseLog rate.Sometimes
+	retryLog   rate.Sometimes
+	clampLog   rate.Sometimes
 }
 
 func newForwarder(s Settings, journal *Journal, schema *Schema, campaigns *Campaigns, log *slog.Logger) *Forwarder {
@@ -89,6 +91,8 @@ func newForwarder(s Settings, journal *Journal, schema *Schema, campaigns *Campa
 		dropLog:    rate.Sometimes{Interval: time.Second},
 		readLog:    rate.Sometimes{Interval: 5 * time.Second},
 		releaseLog: rate.Sometimes{Interval: 5 * time.Second},
+		retryLog:   rate.Sometimes{Interval: 5 * time.Second},
+		clampLog:   rate.Sometimes{Interval: time.Minute},
 	}
 }
 
@@ -232,7 +236,7 @@ func (f *Forwarder) deliver(batch []entry) {
 		ctx, cancel := context.WithTimeout(f.ctx, f.s.ForwardTimeout)
 		defer cancel()
 		return f.schema.Need(ctx)
-	}, backoff.WithBackOff(f.newBackOff()), backoff.WithMaxElapsedTime(f.s.RetryFor))
+	}, backoff.WithBackOff(f.newBackOff()), backoff.WithMaxElapsedTime(f.retryFor(nil)))
 	if err != nil {
 		f.giveBack(batch, err)
 		return
@@ -270,10 +274,13 @@ func (f *Forwarder) deliver(batch []entry) {
 		return struct{}{}, err
 	},
 		backoff.WithBackOff(f.newBackOff()),
-		backoff.WithMaxElapsedTime(f.s.RetryFor),
+		backoff.WithMaxElapsedTime(f.retryFor(sch)),
 		backoff.WithNotify(func(err error, wait time.Duration) {
 			f.metrics.retries.Inc()
-			f.log.Debug("forward failed, retrying", "notices", len(pending), "in", wait, "err", err)
+			f.retryLog.Do(func() {
+				f.log.Warn("counter write failed, retrying: the notices stay in the journal until written",
+					"notices", len(pending), "next_in", wait, "err", err)
+			})
 			if time.Since(touched) > f.s.ClaimIdle/3 {
 				// Still ours: keep other instances from claiming the batch.
 				touched = time.Now()
@@ -286,6 +293,33 @@ func (f *Forwarder) deliver(batch []entry) {
 	f.giveBack(pending, err)
 }
 
+// retryFor is how long one delivery retries: CALLBACK_RETRY_FOR, but less
+// than the counter's dedupe window, so that a retry of a write whose
+// answer was lost still finds its event id remembered and counts nothing
+// twice (start-up refuses a longer setting when the counter is up; a
+// counter that answers later with a shorter window shortens it here).
+func (f *Forwarder) retryFor(sch *counting.Schema) time.Duration {
+	if sch == nil {
+		sch = f.schema.Get()
+	}
+	if sch == nil || sch.DedupeTTLSec <= 0 {
+		return f.s.RetryFor
+	}
+	if safe := safeRetryFor(sch); f.s.RetryFor > safe {
+		f.clampLog.Do(func() {
+			f.log.Error("CALLBACK_RETRY_FOR is longer than half the counter's dedupe window: retrying for less", "CALLBACK_RETRY_FOR", f.s.RetryFor, "retrying_for", safe, "dedupe_ttl_sec", sch.DedupeTTLSec)
+		})
+		return safe
+	}
+	return f.s.RetryFor
+}
+
+// safeRetryFor is the longest retry a counter's dedupe window allows:
+// half of it, leaving the other half for a claim by another instance.
+func safeRetryFor(sch *counting.Schema) time.Duration {
+	return time.Duration(sch.DedupeTTLSec) * time.Second / 2
+}
+
 // giveBack leaves entries not delivered in the journal: for the next run
 // or another instance at shutdown, else for the next claim.
 func (f *Forwarder) giveBack(pending []entry, err error) {
@@ -295,7 +329,7 @@ func (f *Forwarder) giveBack(pending []entry, err error) {
 	}
 	f.metrics.released.Add(float64(len(pending)))
 	f.releaseLog.Do(func() {
-		f.log.Warn("notices not delivered yet: left in the journal for the next claim", "count", len(pending), "retried_for", f.s.RetryFor, "err", err)
+		f.log.Warn("notices not delivered yet: left in the journal for the next claim", "count", len(pending), "retried_for", f.retryFor(f.schema.Get()), "err", err)
 	})
 }
 

@@ -53,10 +53,14 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 
 	schema := newSchema(s.Counter, log)
 	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	if _, err := schema.Fetch(fctx); err != nil {
-		log.Warn("counter schema unknown yet: notices are kept with every parameter named like a dimension until the counter answers", "err", err)
-	}
+	sch, err := schema.Fetch(fctx)
 	cancel()
+	switch {
+	case err != nil:
+		log.Warn("counter schema unknown yet: notices are kept with every parameter named like a dimension until the counter answers", "err", err)
+	case sch.DedupeTTLSec > 0 && s.RetryFor > safeRetryFor(sch):
+		return fmt.Errorf("CALLBACK_RETRY_FOR=%s: must be at most half the counter's COUNTER_DEDUPE_TTL (%ds), so a retried write is still recognised by its eid and never counts twice", s.RetryFor, sch.DedupeTTLSec)
+	}
 	go schema.Keep(ctx, s.SchemaRefresh)
 	campaigns := &Campaigns{rdb: rdb, ttl: s.CampaignTTL, schema: schema.Get}
 	if s.CampaignsFile != "" {
