@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -636,4 +637,28 @@ func TestRetryForMustFitTheCounterDedupeWindow(t *testing.T) {
 		t.Fatalf("callback with CALLBACK_RETRY_FOR=5m against a 2m dedupe window: %v\n%s", err, out)
 	}
 	s.callback = s.startCallback("CALLBACK_RETRY_FOR=1m")
+}
+
+// The admin API reads its own writes: a GET right after a PUT or DELETE
+// answers what was written, never a cached older campaign.
+func TestAdminReadsItsOwnWrites(t *testing.T) {
+	s := startStack(t)
+	url := "http://" + s.admin + "/v1/campaigns/own"
+	for i := range 200 {
+		want := strconv.Itoa(1 + i%24)
+		if code, _, body := s.do("PUT", url, `{"winLimitHours":`+want+`}`); code != 204 && code != 200 {
+			t.Fatalf("PUT: %d %s", code, body)
+		}
+		code, _, body := s.do("GET", url, "")
+		var got struct{ WinLimitHours int }
+		if err := json.Unmarshal([]byte(body), &got); code != 200 || err != nil || strconv.Itoa(got.WinLimitHours) != want {
+			t.Fatalf("try %d: GET after PUT winLimitHours %s: %d %s", i, want, code, body)
+		}
+		if i%2 == 1 {
+			s.do("DELETE", url, "")
+			if code, _, body := s.do("GET", url, ""); code != 404 {
+				t.Fatalf("try %d: GET after DELETE: %d %s", i, code, body)
+			}
+		}
+	}
 }

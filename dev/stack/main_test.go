@@ -144,6 +144,7 @@ func TestStackRunsCountsAndStopsCleanly(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return strings.Contains(string(b), `"day":1`)
 	})
+	t.Run("api.http top to bottom", func(t *testing.T) { runAPIHTTP(t, l.a) })
 	_ = l.cmd.Process.Signal(syscall.SIGINT)
 	if code := l.wait(t); code != 0 {
 		t.Fatalf("stack exited %d after SIGINT, want 0", code)
@@ -197,4 +198,88 @@ func TestStackRefusesTakenPortsAndFailsWithItsChildren(t *testing.T) {
 		}
 		return err != nil
 	})
+}
+
+// apiRequest is one request of api.http.
+type apiRequest struct {
+	title, method, url, body string
+	header                   http.Header
+}
+
+// parseAPIHTTP reads api.http: blocks that start with "### title", then
+// "METHOD URL", header lines, a blank line and the body.
+func parseAPIHTTP(t *testing.T, path string, vars map[string]string) []apiRequest {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []apiRequest
+	for _, block := range strings.Split(string(b), "\n### ")[1:] {
+		lines := strings.Split(block, "\n")
+		r := apiRequest{title: lines[0], header: http.Header{}}
+		i := 1
+		for ; i < len(lines) && (strings.HasPrefix(lines[i], "#") || strings.TrimSpace(lines[i]) == ""); i++ {
+		}
+		if i == len(lines) {
+			t.Fatalf("api.http: %q has no request", r.title)
+		}
+		method, url, ok := strings.Cut(lines[i], " ")
+		if !ok {
+			t.Fatalf("api.http: %q: request line %q", r.title, lines[i])
+		}
+		for name, v := range vars {
+			url = strings.ReplaceAll(url, "{{"+name+"}}", v)
+		}
+		r.method, r.url = method, url
+		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
+			k, v, _ := strings.Cut(lines[i], ":")
+			r.header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+		}
+		r.body = strings.TrimSpace(strings.Join(lines[min(i, len(lines)):], "\n"))
+		out = append(out, r)
+	}
+	return out
+}
+
+// runAPIHTTP sends every request of api.http in order, as a newcomer
+// running it top to bottom would, and checks that what each title says
+// is what happens.
+func runAPIHTTP(t *testing.T, a addrs) {
+	vars := map[string]string{"counter": "http://" + a.counter, "callback": "http://" + a.callback, "admin": "http://" + a.admin}
+	reqs := parseAPIHTTP(t, filepath.Join("..", "..", "api.http"), vars)
+	if len(reqs) < 40 {
+		t.Fatalf("api.http: only %d requests parsed", len(reqs))
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	for _, r := range reqs {
+		if strings.Contains(r.url, "/debug/pprof/profile") {
+			continue // 30 s of CPU profile
+		}
+		req, err := http.NewRequest(r.method, r.url, strings.NewReader(r.body))
+		if err != nil {
+			t.Fatalf("%s: %v", r.title, err)
+		}
+		req.Header = r.header
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", r.title, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body := string(b)
+		refused := strings.Contains(r.title, "400")
+		switch {
+		case resp.StatusCode >= 500:
+			t.Errorf("%s: %d %.300s", r.title, resp.StatusCode, body)
+		case refused && resp.StatusCode != 400:
+			t.Errorf("%s: %d, want 400: %.300s", r.title, resp.StatusCode, body)
+		case !refused && resp.StatusCode >= 400 && resp.StatusCode != 429:
+			t.Errorf("%s: %d: %.300s", r.title, resp.StatusCode, body)
+		}
+		dup := strings.Contains(body, `"duplicate":true`)
+		if strings.Contains(r.title, `"duplicate": true`) != dup && strings.HasPrefix(r.url, vars["counter"]+"/v1/incr?") {
+			t.Errorf("%s: duplicate %v: %.300s", r.title, dup, body)
+		}
+	}
 }
