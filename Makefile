@@ -1,14 +1,18 @@
-# freqcap: make test | make run | make build | make bench
+# freqcap: make help lists the targets
 GO ?= go
 SERVICES := counter callback
 
-.PHONY: test run build bench gobench lint docker-check redis-server proto proto-check
+.PHONY: help test run smoke-run build bench gobench lint docker-check redis-server proto proto-check
 
 # Code generation for proto/: pinned tools, installed into bin/tools.
 BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_CONNECT_GO_VERSION := v1.21.1
 TOOLS := $(CURDIR)/bin/tools
+
+## help: list the targets
+help:
+	@grep -E '^## [a-z-]+:' $(MAKEFILE_LIST) | sed 's/^## //' | awk -F': ' '{ printf "  make %-12s %s\n", $$1, $$2 }'
 
 ## test: vet, then every test with the race detector against a real redis-server
 test: redis-server
@@ -19,6 +23,10 @@ test: redis-server
 run: build
 	$(GO) build -o bin/stack ./dev/stack
 	exec bin/stack
+
+## smoke-run: start make run on free ports, count one notice, stop it with Ctrl-C
+smoke-run:
+	./scripts/smoke-run
 
 ## build: release binaries into bin/, built as the Dockerfiles build them
 build:
@@ -52,6 +60,7 @@ proto:
 proto-check: proto
 	@test -z "$$(git status --porcelain -- gen)" || { git status --short -- gen; echo "gen/ is stale: run make proto and commit it"; exit 1; }
 
+## lint: gofmt and go vet
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
@@ -62,7 +71,7 @@ redis-server:
 	if command -v apt-get >/dev/null 2>&1; then \
 		echo "redis-server missing: installing it with apt-get"; \
 		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends redis-server; \
 	else \
 		echo "redis-server is required: install Redis 7 (macOS: brew install redis; others: https://redis.io/docs/latest/operate/oss_and_stack/install/)"; \
 		exit 1; \

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
