@@ -1,6 +1,9 @@
 # freqcap: make help lists the targets
 GO ?= go
 SERVICES := counter callback
+# The commit the binaries say they are (--version, freqcap_build_info).
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -modified)
+LDFLAGS := -s -w -X github.com/freqcap/freqcap/shared/buildinfo.Commit=$(COMMIT)
 
 .PHONY: help test run smoke-run build bench gobench lint docker-check redis-server proto proto-check
 
@@ -31,7 +34,7 @@ smoke-run:
 ## build: release binaries into bin/, built as the Dockerfiles build them
 build:
 	@mkdir -p bin
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o bin/ $(addprefix ./,$(SERVICES))
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o bin/ $(addprefix ./,$(SERVICES))
 
 ## bench: load-test the whole stack against a bare net/http baseline (about 8 min); writes bench/RESULTS.md
 bench: redis-server

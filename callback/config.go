@@ -11,27 +11,27 @@ import (
 
 // Config is every setting of callback, read from the environment.
 type Config struct {
-	Addr            string        `env:"CALLBACK_ADDR" envDefault:":8080"`
-	AdminAddr       string        `env:"CALLBACK_ADMIN_ADDR" envDefault:"127.0.0.1:9080"`
-	CounterURL      string        `env:"COUNTER_URL" envDefault:"http://127.0.0.1:8081"`
-	RedisURL        string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379"`
-	SchemaRefresh   time.Duration `env:"CALLBACK_SCHEMA_REFRESH" envDefault:"30s"`
-	CampaignsFile   string        `env:"CALLBACK_CAMPAIGNS_FILE"`
-	CampaignTTL     time.Duration `env:"CALLBACK_CAMPAIGN_CACHE_TTL" envDefault:"1m"`
-	JournalMax      int           `env:"CALLBACK_JOURNAL_MAX" envDefault:"1000000"`
-	Partitions      int           `env:"CALLBACK_JOURNAL_PARTITIONS" envDefault:"8"`
-	ClaimIdle       time.Duration `env:"CALLBACK_CLAIM_IDLE" envDefault:"30s"`
-	AppendTimeout   time.Duration `env:"CALLBACK_APPEND_TIMEOUT" envDefault:"500ms"`
-	FlushDelay      time.Duration `env:"CALLBACK_REDIS_FLUSH_DELAY" envDefault:"50us"`
-	Workers         int           `env:"CALLBACK_WORKERS" envDefault:"32"`
-	BatchSize       int           `env:"CALLBACK_BATCH_SIZE" envDefault:"100"`
-	BatchWait       time.Duration `env:"CALLBACK_BATCH_WAIT" envDefault:"2ms"`
-	ForwardTimeout  time.Duration `env:"CALLBACK_FORWARD_TIMEOUT" envDefault:"2s"`
-	RetryInitial    time.Duration `env:"CALLBACK_RETRY_INITIAL" envDefault:"50ms"`
-	RetryMax        time.Duration `env:"CALLBACK_RETRY_MAX" envDefault:"5s"`
-	RetryFor        time.Duration `env:"CALLBACK_RETRY_FOR" envDefault:"5m"`
-	DrainTimeout    time.Duration `env:"CALLBACK_DRAIN_TIMEOUT" envDefault:"30s"`
-	ShutdownTimeout time.Duration `env:"CALLBACK_SHUTDOWN_TIMEOUT" envDefault:"5s"`
+	Addr            string        `env:"CALLBACK_ADDR" envDefault:":8080" help:"public listener (exchanges)"`
+	AdminAddr       string        `env:"CALLBACK_ADMIN_ADDR" envDefault:"127.0.0.1:9080" help:"admin listener: campaigns, health, metrics, pprof"`
+	CounterURL      string        `env:"COUNTER_URL" envDefault:"http://127.0.0.1:8081" help:"the counter"`
+	RedisURL        string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379" help:"rueidis URL redis://[user:pass@]host:port[/db] (?addr= more seed nodes; Cluster is detected)"`
+	SchemaRefresh   time.Duration `env:"CALLBACK_SCHEMA_REFRESH" envDefault:"30s" help:"how often the counter's GET /v1/schema is read"`
+	CampaignsFile   string        `env:"CALLBACK_CAMPAIGNS_FILE" help:"JSON campaigns seeded at start-up (only those Redis does not have)"`
+	CampaignTTL     time.Duration `env:"CALLBACK_CAMPAIGN_CACHE_TTL" envDefault:"1m" help:"longest a cached campaign lives (Redis invalidates it at once on change)"`
+	JournalMax      int           `env:"CALLBACK_JOURNAL_MAX" envDefault:"1000000" help:"most undelivered notices in the journal before 503"`
+	Partitions      int           `env:"CALLBACK_JOURNAL_PARTITIONS" envDefault:"8" help:"stream keys of the journal; the same for every instance"`
+	ClaimIdle       time.Duration `env:"CALLBACK_CLAIM_IDLE" envDefault:"30s" help:"how long a taken entry may sit unfinished before another instance takes it over"`
+	AppendTimeout   time.Duration `env:"CALLBACK_APPEND_TIMEOUT" envDefault:"500ms" help:"how long a notice waits for its journal write before 503"`
+	FlushDelay      time.Duration `env:"CALLBACK_REDIS_FLUSH_DELAY" envDefault:"50us" help:"how long rueidis waits to send concurrent journal writes in one write"`
+	Workers         int           `env:"CALLBACK_WORKERS" envDefault:"32" help:"concurrent forwarding requests"`
+	BatchSize       int           `env:"CALLBACK_BATCH_SIZE" envDefault:"100" help:"most notices in one POST /v1/incr/batch"`
+	BatchWait       time.Duration `env:"CALLBACK_BATCH_WAIT" envDefault:"2ms" help:"how long a reader waits for more notices after a short read"`
+	ForwardTimeout  time.Duration `env:"CALLBACK_FORWARD_TIMEOUT" envDefault:"2s" help:"deadline of one forwarding attempt"`
+	RetryInitial    time.Duration `env:"CALLBACK_RETRY_INITIAL" envDefault:"50ms" help:"first backoff between attempts (doubling, with jitter)"`
+	RetryMax        time.Duration `env:"CALLBACK_RETRY_MAX" envDefault:"5s" help:"longest backoff between attempts"`
+	RetryFor        time.Duration `env:"CALLBACK_RETRY_FOR" envDefault:"5m" help:"how long a batch is retried before it is left for the next claim; at most half COUNTER_DEDUPE_TTL"`
+	DrainTimeout    time.Duration `env:"CALLBACK_DRAIN_TIMEOUT" envDefault:"30s" help:"how long SIGTERM lets the deliveries under way finish"`
+	ShutdownTimeout time.Duration `env:"CALLBACK_SHUTDOWN_TIMEOUT" envDefault:"5s" help:"how long SIGTERM waits for in-flight requests"`
 	Log             logging.Settings
 }
 

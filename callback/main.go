@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/rueidis"
 
+	"github.com/freqcap/freqcap/shared/buildinfo"
+	"github.com/freqcap/freqcap/shared/config"
 	"github.com/freqcap/freqcap/shared/httpmetrics"
 	"github.com/freqcap/freqcap/shared/httpserver"
 	"github.com/freqcap/freqcap/shared/logging"
@@ -27,13 +29,19 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args, os.Environ(), os.Stdout); err != nil {
+	if err := run(ctx, os.Args[1:], os.Environ(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "callback:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) error {
+func run(ctx context.Context, args []string, environ []string, stdout io.Writer) error {
+	usage := func(w io.Writer) {
+		config.Usage[Config](w, "callback", "takes win, billing and impression notices from ad exchanges and has the counter count them (freqcap)")
+	}
+	if done, err := config.Args(args, stdout, usage, buildinfo.Version("callback")); done || err != nil {
+		return err
+	}
 	s, err := loadSettings(environ)
 	if err != nil {
 		return err
@@ -72,6 +80,7 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 	}
 
 	reg := prometheus.NewRegistry()
+	buildinfo.Register(reg, "callback")
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	journal := newJournal(rdb, s.Partitions, s.JournalMax, consumerName())
 	if err := journal.Setup(ctx); err != nil {
@@ -92,7 +101,7 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 		public.Close()
 		return err
 	}
-	log.Info("callback listening", "addr", public.Addr(), "admin", admin.Addr(), "counter", s.CounterURL)
+	log.Info("callback listening", "addr", public.Addr(), "admin", admin.Addr(), "counter", s.CounterURL, "commit", buildinfo.Read().Commit)
 
 	select {
 	case err = <-public.Err():

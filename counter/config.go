@@ -13,26 +13,26 @@ import (
 
 // Config is every setting of the counter, read from the environment.
 type Config struct {
-	Addr             string        `env:"COUNTER_ADDR" envDefault:":8081"`
-	RedisURL         string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379"`
-	Timezone         string        `env:"COUNTER_TIMEZONE" envDefault:"UTC"`
-	Dimensions       string        `env:"COUNTER_DIMENSIONS" envDefault:"device,bundle,tagid"`
-	CachedDims       string        `env:"COUNTER_CACHED_DIMENSIONS" envDefault:"bundle,tagid"`
-	Events           string        `env:"COUNTER_EVENTS" envDefault:"win,billing,imp"`
-	MaxWindowHours   int           `env:"COUNTER_MAX_WINDOW_HOURS" envDefault:"168"`
-	MaxPaceWindowSec int           `env:"COUNTER_MAX_PACE_WINDOW_SEC" envDefault:"604800"`
-	MaxSpanSec       int           `env:"COUNTER_MAX_SPAN_SEC" envDefault:"2592000"`
-	MaxSpanDays      int           `env:"COUNTER_MAX_SPAN_DAYS" envDefault:"366"`
-	MaxBatch         int           `env:"COUNTER_MAX_BATCH" envDefault:"1000"`
-	CacheTTL         time.Duration `env:"COUNTER_CACHE_TTL" envDefault:"10s"`
-	ReadTimeout      time.Duration `env:"COUNTER_READ_TIMEOUT" envDefault:"5ms"`
-	WriteTimeout     time.Duration `env:"COUNTER_WRITE_TIMEOUT" envDefault:"1s"`
-	DedupeTTL        time.Duration `env:"COUNTER_DEDUPE_TTL" envDefault:"10m"`
-	FlushDelay       time.Duration `env:"COUNTER_REDIS_FLUSH_DELAY" envDefault:"50us"`
-	ShutdownTimeout  time.Duration `env:"COUNTER_SHUTDOWN_TIMEOUT" envDefault:"10s"`
-	LimitsFile       string        `env:"COUNTER_LIMITS_FILE"`
-	ViewsPerArticle  string        `env:"COUNTER_VIEWS_PER_ARTICLE" envDefault:"sliding_log:1/10m"`
-	ViewsPerViewer   string        `env:"COUNTER_VIEWS_PER_VIEWER" envDefault:"sliding_window:100/1h"`
+	Addr             string        `env:"COUNTER_ADDR" envDefault:":8081" help:"listen address"`
+	RedisURL         string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379" help:"rueidis URL redis://[user:pass@]host:port[/db] (?addr= more seed nodes; Cluster is detected)"`
+	Timezone         string        `env:"COUNTER_TIMEZONE" envDefault:"UTC" help:"IANA zone whose midnight ends the natural day"`
+	Dimensions       string        `env:"COUNTER_DIMENSIONS" envDefault:"device,bundle,tagid" help:"dimension parameter names"`
+	CachedDims       string        `env:"COUNTER_CACHED_DIMENSIONS" envDefault:"bundle,tagid" help:"dimensions read through client-side caching (hot keys)"`
+	Events           string        `env:"COUNTER_EVENTS" envDefault:"win,billing,imp" help:"allowed events; the first is the default"`
+	MaxWindowHours   int           `env:"COUNTER_MAX_WINDOW_HOURS" envDefault:"168" help:"largest hour window, and the hours every hour hash keeps"`
+	MaxPaceWindowSec int           `env:"COUNTER_MAX_PACE_WINDOW_SEC" envDefault:"604800" help:"largest paceWindowSec / windowSec"`
+	MaxSpanSec       int           `env:"COUNTER_MAX_SPAN_SEC" envDefault:"2592000" help:"largest span of a seconds window (AddFreq TIME_UNIT_SEC)"`
+	MaxSpanDays      int           `env:"COUNTER_MAX_SPAN_DAYS" envDefault:"366" help:"largest span of a day window (AddFreq TIME_UNIT_DAY)"`
+	MaxBatch         int           `env:"COUNTER_MAX_BATCH" envDefault:"1000" help:"most items in one batch"`
+	CacheTTL         time.Duration `env:"COUNTER_CACHE_TTL" envDefault:"10s" help:"longest a cached count lives (Redis invalidates it at once on change)"`
+	ReadTimeout      time.Duration `env:"COUNTER_READ_TIMEOUT" envDefault:"5ms" help:"hard deadline of every read and rate-limit check"`
+	WriteTimeout     time.Duration `env:"COUNTER_WRITE_TIMEOUT" envDefault:"1s" help:"deadline of a write"`
+	DedupeTTL        time.Duration `env:"COUNTER_DEDUPE_TTL" envDefault:"10m" help:"how long an eid is remembered, from the last write that counted it"`
+	FlushDelay       time.Duration `env:"COUNTER_REDIS_FLUSH_DELAY" envDefault:"50us" help:"how long rueidis may hold a write so concurrent commands share it (0..1ms)"`
+	ShutdownTimeout  time.Duration `env:"COUNTER_SHUTDOWN_TIMEOUT" envDefault:"10s" help:"how long SIGTERM waits for in-flight requests"`
+	LimitsFile       string        `env:"COUNTER_LIMITS_FILE" help:"named rate-limit policies, YAML or JSON"`
+	ViewsPerArticle  string        `env:"COUNTER_VIEWS_PER_ARTICLE" envDefault:"sliding_log:1/10m" help:"the view counter's limit per viewer and article, <algorithm>:<limit>/<period> or none"`
+	ViewsPerViewer   string        `env:"COUNTER_VIEWS_PER_VIEWER" envDefault:"sliding_window:100/1h" help:"the view counter's limit per viewer across articles, or none"`
 	Log              logging.Settings
 }
 

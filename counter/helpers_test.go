@@ -21,6 +21,7 @@ import (
 // with FREQCAP_COUNTER_MAIN=1 it runs main and nothing else.
 func TestMain(m *testing.M) {
 	if os.Getenv("FREQCAP_COUNTER_MAIN") == "1" {
+		os.Args = os.Args[:1] // the test flags are not the counter's
 		main()
 		return
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/rueidis"
 
+	"github.com/freqcap/freqcap/shared/buildinfo"
+	"github.com/freqcap/freqcap/shared/config"
 	"github.com/freqcap/freqcap/shared/httpserver"
 	"github.com/freqcap/freqcap/shared/logging"
 	"github.com/freqcap/freqcap/shared/redisconn"
@@ -30,13 +32,19 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args, os.Environ(), os.Stdout); err != nil {
+	if err := run(ctx, os.Args[1:], os.Environ(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "counter:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) error {
+func run(ctx context.Context, args []string, environ []string, stdout io.Writer) error {
+	usage := func(w io.Writer) {
+		config.Usage[Config](w, "counter", "counts events in Redis and serves the bidder's reads with a hard deadline (freqcap)")
+	}
+	if done, err := config.Args(args, stdout, usage, buildinfo.Version("counter")); done || err != nil {
+		return err
+	}
 	s, err := loadSettings(environ)
 	if err != nil {
 		return err
@@ -59,6 +67,7 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 	defer rdb.Close()
 
 	reg := prometheus.NewRegistry()
+	buildinfo.Register(reg, "counter")
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	store := newStore(rdb, reach, s, newMetrics(reg), time.Now)
 	defer store.Close()
@@ -67,7 +76,7 @@ func run(ctx context.Context, _ []string, environ []string, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
-	log.Info("counter listening", "addr", srv.Addr(), "timezone", s.Location.String())
+	log.Info("counter listening", "addr", srv.Addr(), "timezone", s.Location.String(), "commit", buildinfo.Read().Commit)
 	select {
 	case err := <-srv.Err():
 		return err

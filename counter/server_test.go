@@ -280,6 +280,7 @@ func TestHTTPReadDegradesWriteFails(t *testing.T) {
 	for _, want := range []string{
 		`freqcap_counter_degraded_reads_total{code="10001"}`,
 		`freqcap_http_requests_total{code="200",route="/v1/freq",service="counter"}`,
+		`freqcap_build_info{commit=`,
 		`freqcap_http_request_duration_seconds_bucket{route="/v1/freq",service="counter"`,
 		`freqcap_counter_redis_errors_total{op="write"}`,
 	} {

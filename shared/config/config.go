@@ -6,8 +6,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -94,4 +96,98 @@ func List(s string) []string {
 		}
 	}
 	return out
+}
+
+// Var is one environment variable of a settings struct.
+type Var struct {
+	Name, Default, Help string
+}
+
+// Vars lists T's variables in field order, nested structs included.
+func Vars[T any]() []Var { return vars(reflect.TypeFor[T]()) }
+
+func vars(t reflect.Type) []Var {
+	var out []Var
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("env"), ","); name != "" {
+			out = append(out, Var{Name: name, Default: f.Tag.Get("envDefault"), Help: f.Tag.Get("help")})
+			continue
+		}
+		if f.Type.Kind() == reflect.Struct {
+			out = append(out, vars(f.Type)...)
+		}
+	}
+	return out
+}
+
+// Usage writes what --help shows: every variable of T with its default.
+func Usage[T any](w io.Writer, service, about string) {
+	fmt.Fprintf(w, "%s: %s\n\nUsage: %s [--help | --version]\n\nSettings are environment variables:\n\n", service, about, service)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, v := range Vars[T]() {
+		def := v.Default
+		if def == "" {
+			def = "(none)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", v.Name, def, v.Help)
+	}
+	tw.Flush()
+}
+
+// Args handles a service's command line: --help (or -h) writes usage,
+// --version the version line; both report done. Settings are environment
+// variables only, so anything else is an error.
+func Args(args []string, w io.Writer, usage func(io.Writer), version string) (done bool, err error) {
+	if len(args) == 0 {
+		return false, nil
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(w)
+		return true, nil
+	case "-version", "--version", "version":
+		fmt.Fprintln(w, version)
+		return true, nil
+	}
+	return false, fmt.Errorf("unknown argument %q: settings are environment variables (--help lists them)", args[0])
+}
+
+// Documented reads the variables and defaults a README lists for one
+// service: the table after the line "<service>:" of its Configuration
+// section, rows "| `NAME` | `default` | meaning |" (several names and
+// defaults may share a row, joined by " / "; "(none)" is no default).
+func Documented(readme, service string) (map[string]string, error) {
+	_, after, ok := strings.Cut(readme, "\n"+service+":\n")
+	if !ok {
+		return nil, fmt.Errorf("README has no %q table", service+":")
+	}
+	out := map[string]string{}
+	started := false
+	for line := range strings.SplitSeq(after, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			if started {
+				break
+			}
+			continue
+		}
+		started = true
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if len(cells) < 3 || !strings.Contains(cells[0], "`") {
+			continue
+		}
+		names := strings.Split(cells[0], " / ")
+		defs := strings.Split(cells[1], " / ")
+		for i, n := range names {
+			def := ""
+			if i < len(defs) {
+				def = strings.Trim(strings.TrimSpace(defs[i]), "`")
+			}
+			if def == "(none)" {
+				def = ""
+			}
+			out[strings.Trim(strings.TrimSpace(n), "`")] = def
+		}
+	}
+	return out, nil
 }

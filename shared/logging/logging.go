@@ -15,8 +15,8 @@ import (
 
 // Settings are the logging variables every service shares.
 type Settings struct {
-	Level  string `env:"LOG_LEVEL" envDefault:"info"`
-	Format string `env:"LOG_FORMAT" envDefault:"auto"`
+	Level  string `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
+	Format string `env:"LOG_FORMAT" envDefault:"auto" help:"text, json, or auto (text on a terminal)"`
 }
 
 // New returns a logger writing to w. Format "auto" picks text when w is a
