@@ -39,6 +39,10 @@ type Campaigns struct {
 
 func campaignKey(cid string) string { return "campaign:{" + cid + "}" }
 
+// indexKey is a ZSet of every campaign's cid (score 0, so ordered by cid):
+// what the admin API lists, a page at a time, without scanning Redis.
+const indexKey = "campaign-index"
+
 // Get returns the campaign and whether it exists, through client-side
 // caching: the forwarder looks a campaign up for every notice.
 func (c *Campaigns) Get(ctx context.Context, cid string) (Campaign, bool, error) {
@@ -101,15 +105,67 @@ func (c *Campaigns) Put(ctx context.Context, cid string, camp Campaign) error {
 	if err := c.Validate(cid, camp); err != nil {
 		return err
 	}
-	return c.rdb.Do(ctx, c.rdb.B().Hset().Key(campaignKey(cid)).FieldValue().
+	if err := c.rdb.Do(ctx, c.rdb.B().Hset().Key(campaignKey(cid)).FieldValue().
 		FieldValue("winLimitHours", strconv.Itoa(camp.WinLimitHours)).
-		FieldValue("paceWindowSec", strconv.Itoa(camp.PaceWindowSec)).Build()).Error()
+		FieldValue("paceWindowSec", strconv.Itoa(camp.PaceWindowSec)).Build()).Error(); err != nil {
+		return err
+	}
+	return c.index(ctx, cid)
+}
+
+// index lists cid in the index (a different slot from the campaign on a
+// Cluster: a listing checks each campaign, and a PUT repairs a missing
+// entry).
+func (c *Campaigns) index(ctx context.Context, cid string) error {
+	return c.rdb.Do(ctx, c.rdb.B().Zadd().Key(indexKey).ScoreMember().ScoreMember(0, cid).Build()).Error()
+}
+
+// List returns up to limit campaigns with cids after `after`, in cid
+// order, and the cid to pass as after for the next page ("" at the end).
+// An indexed campaign that no longer exists is dropped from the index.
+func (c *Campaigns) List(ctx context.Context, after string, limit int) ([]campaignBody, string, error) {
+	from := "-"
+	if after != "" {
+		from = "(" + after
+	}
+	cids, err := c.rdb.Do(ctx, c.rdb.B().Zrange().Key(indexKey).Min(from).Max("+").Bylex().Limit(0, int64(limit)).Build()).AsStrSlice()
+	if err != nil {
+		return nil, "", err
+	}
+	cmds := make(rueidis.Commands, len(cids))
+	for i, cid := range cids {
+		cmds[i] = c.rdb.B().Hgetall().Key(campaignKey(cid)).Build()
+	}
+	out := make([]campaignBody, 0, len(cids))
+	for i, r := range c.rdb.DoMulti(ctx, cmds...) {
+		camp, ok, err := c.parse(cids[i], r)
+		switch {
+		case err != nil && !ok:
+			return nil, "", err
+		case !ok:
+			_ = c.rdb.Do(ctx, c.rdb.B().Zrem().Key(indexKey).Member(cids[i]).Build()).Error()
+			continue
+		}
+		b := campaignBody{CID: cids[i], Campaign: camp}
+		if err != nil {
+			b.Error = err.Error()
+		}
+		out = append(out, b)
+	}
+	next := ""
+	if len(cids) == limit {
+		next = cids[len(cids)-1]
+	}
+	return out, next, nil
 }
 
 // Delete removes a campaign and reports whether it existed.
 func (c *Campaigns) Delete(ctx context.Context, cid string) (bool, error) {
 	n, err := c.rdb.Do(ctx, c.rdb.B().Del().Key(campaignKey(cid)).Build()).AsInt64()
-	return n > 0, err
+	if err != nil {
+		return false, err
+	}
+	return n > 0, c.rdb.Do(ctx, c.rdb.B().Zrem().Key(indexKey).Member(cid).Build()).Error()
 }
 
 // campaignFileEntry is one element of CALLBACK_CAMPAIGNS_FILE, a JSON array.
@@ -164,6 +220,9 @@ func (c *Campaigns) LoadFile(ctx context.Context, path string) (stored, kept int
 			stored++
 		} else {
 			kept++
+		}
+		if err := c.index(ctx, e.CID); err != nil {
+			return stored, kept, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE: index campaign %s: %w", e.CID, err)
 		}
 	}
 	return stored, kept, nil

@@ -662,3 +662,78 @@ func TestAdminReadsItsOwnWrites(t *testing.T) {
 		}
 	}
 }
+
+// An operator lists campaigns a page at a time and looks at one device in
+// one campaign: its settings and what the counter has for every event.
+func TestAdminListsCampaignsAndShowsADevice(t *testing.T) {
+	s := startStack(t)
+	admin := "http://" + s.admin
+	for _, cid := range []string{"c1", "c2", "c3", "c4", "c5"} {
+		s.do("PUT", admin+"/v1/campaigns/"+cid, `{"winLimitHours":3,"paceWindowSec":600}`)
+	}
+	s.do("DELETE", admin+"/v1/campaigns/c2", "")
+	var got []string
+	after := ""
+	for pages := 0; ; pages++ {
+		code, _, body := s.do("GET", admin+"/v1/campaigns?limit=2&after="+after, "")
+		var page struct {
+			Campaigns []struct {
+				CID           string `json:"cid"`
+				WinLimitHours int    `json:"winLimitHours"`
+			} `json:"campaigns"`
+			Next string `json:"next"`
+		}
+		if err := json.Unmarshal([]byte(body), &page); code != 200 || err != nil || len(page.Campaigns) > 2 || pages > 5 {
+			t.Fatalf("page after %q: %d %s", after, code, body)
+		}
+		for _, c := range page.Campaigns {
+			got = append(got, c.CID)
+		}
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+	}
+	if strings.Join(got, ",") != "c1,c3,c4,c5" {
+		t.Errorf("listed %v, want c1,c3,c4,c5", got)
+	}
+	if code, _, body := s.do("GET", admin+"/v1/campaigns?limit=5000", ""); code != 400 || !strings.Contains(body, "limit must be") {
+		t.Errorf("limit=5000: %d %s", code, body)
+	}
+
+	if code, _, _ := s.do("GET", "http://"+s.public+"/win?cid=c1&device=op-1&eid=o-1", ""); code != 204 {
+		t.Fatalf("notice: %d", code)
+	}
+	s.waitKey("freq:{win:device:c1:op-1}", 1, 10*time.Second)
+	code, _, body := s.do("GET", admin+"/v1/campaigns/c1/counts?device=op-1", "")
+	var view struct {
+		Campaign struct{ WinLimitHours, PaceWindowSec int }
+		Events   map[string]struct {
+			WindowHours []int `json:"windowHours"`
+			Counts      map[string]struct {
+				Day     int64
+				Windows map[string]int64
+				Pace    struct{ Count int64 }
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &view); code != 200 || err != nil {
+		t.Fatalf("counts: %d %s", code, body)
+	}
+	win, dev := view.Events["win"], view.Events["win"].Counts["device"]
+	if view.Campaign.WinLimitHours != 3 || fmt.Sprint(win.WindowHours) != "[3]" || dev.Day != 1 || dev.Windows["3"] != 1 || dev.Pace.Count != 1 {
+		t.Errorf("counts of device op-1 in c1: %s", body)
+	}
+	if _, ok := view.Events["billing"]; !ok {
+		t.Errorf("counts lack the billing event: %s", body)
+	}
+	for url, want := range map[string]int{
+		admin + "/v1/campaigns/c1/counts?devise=op-1": 400,
+		admin + "/v1/campaigns/c1/counts":             400,
+		admin + "/v1/campaigns/c2/counts?device=op-1": 404,
+	} {
+		if code, _, body := s.do("GET", url, ""); code != want {
+			t.Errorf("%s: %d %s, want %d", url, code, body, want)
+		}
+	}
+}

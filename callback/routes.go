@@ -26,6 +26,9 @@ func addPublicRoutes(r chi.Router, d deps) {
 // addAdminRoutes is the internal API: never expose it to exchanges.
 func addAdminRoutes(r chi.Router, d deps) {
 	m := d.httpMetrics
+	r.Method(http.MethodGet, "/v1/campaigns", m.Route("/v1/campaigns", handleCampaignList(d.log, d.campaigns)))
+	r.Method(http.MethodGet, "/v1/campaigns/{cid}/counts", m.Route("/v1/campaigns/{cid}/counts",
+		handleCampaignCounts(d.log, d.campaigns, d.schema, d.settings.Counter)))
 	r.Method(http.MethodGet, "/v1/campaigns/{cid}", m.Route("/v1/campaigns/{cid}", handleCampaignGet(d.log, d.campaigns)))
 	r.Method(http.MethodPut, "/v1/campaigns/{cid}", m.Route("/v1/campaigns/{cid}", handleCampaignPut(d.log, d.campaigns)))
 	r.Method(http.MethodDelete, "/v1/campaigns/{cid}", m.Route("/v1/campaigns/{cid}", handleCampaignDelete(d.log, d.campaigns)))
