@@ -34,6 +34,6 @@ func addAdminRoutes(r chi.Router, d deps) {
 	r.Method(http.MethodDelete, "/v1/campaigns/{cid}", m.Route("/v1/campaigns/{cid}", handleCampaignDelete(d.log, d.campaigns)))
 	r.Method(http.MethodGet, "/healthz", m.Route("/healthz", health.Live()))
 	r.Method(http.MethodGet, "/readyz", m.Route("/readyz", health.Ready(d.log, "redis", d.campaigns.Ping)))
-	r.Handle("/metrics", promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{}))
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{}))
 	r.Mount("/debug", middleware.Profiler())
 }
