@@ -5,7 +5,7 @@ SERVICES := counter callback
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -modified)
 LDFLAGS := -s -w -X github.com/freqcap/freqcap/shared/buildinfo.Commit=$(COMMIT)
 
-.PHONY: help test run smoke-run build bench gobench lint docker-check redis-server proto proto-check
+.PHONY: help test run smoke-run dashboard-check build bench gobench lint docker-check test-tools proto proto-check
 
 # Code generation for proto/: pinned tools, installed into bin/tools.
 BUF_VERSION := v1.75.0
@@ -18,7 +18,7 @@ help:
 	@grep -E '^## [a-z-]+:' $(MAKEFILE_LIST) | sed 's/^## //' | awk -F': ' '{ printf "  make %-12s %s\n", $$1, $$2 }'
 
 ## test: vet, then every test with the race detector against a real redis-server
-test: redis-server
+test: test-tools
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
@@ -37,13 +37,18 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o bin/ $(addprefix ./,$(SERVICES))
 
 ## bench: load-test the whole stack against a bare net/http baseline (about 8 min); writes bench/RESULTS.md
-bench: redis-server
+bench: test-tools
 	@command -v wrk >/dev/null 2>&1 || { echo "wrk is required: apt-get install -y wrk"; exit 1; }
 	$(GO) run ./bench
 
 ## gobench: Go benchmarks of the store, parsing and handlers
-gobench: redis-server
+gobench: test-tools
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+## dashboard-check: validate the Grafana dashboard (layout, PromQL via promtool, metrics the services export) and the Prometheus config
+dashboard-check: test-tools
+	$(GO) test -count=1 ./dev/observability/
+	$(GO) test -count=1 -run 'Dashboard' ./counter ./callback
 
 ## docker-check: validate compose.yaml and build each binary exactly as its Dockerfile does
 docker-check:
@@ -68,14 +73,17 @@ lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 
-# Tests start their own redis-server; install it when it is missing.
-redis-server:
-	@command -v redis-server >/dev/null 2>&1 && exit 0; \
+# Tests start their own redis-server, and check the dashboard's PromQL with
+# promtool (Debian's prometheus package); install what is missing.
+test-tools:
+	@need=; command -v redis-server >/dev/null 2>&1 || need="redis-server"; \
+	command -v promtool >/dev/null 2>&1 || need="$$need prometheus"; \
+	[ -z "$$need" ] && exit 0; \
 	if command -v apt-get >/dev/null 2>&1; then \
-		echo "redis-server missing: installing it with apt-get"; \
+		echo "installing with apt-get:$$need"; \
 		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends redis-server; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$need; \
 	else \
-		echo "redis-server is required: install Redis 7 (macOS: brew install redis; others: https://redis.io/docs/latest/operate/oss_and_stack/install/)"; \
+		echo "required:$$need (Redis 7: brew install redis, https://redis.io/docs/latest/operate/oss_and_stack/install/; promtool: brew install prometheus)"; \
 		exit 1; \
 	fi
