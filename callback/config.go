@@ -7,6 +7,7 @@ import (
 
 	"github.com/freqcap/freqcap/shared/config"
 	"github.com/freqcap/freqcap/shared/logging"
+	"github.com/freqcap/freqcap/shared/signing"
 )
 
 // Config is every setting of callback, read from the environment.
@@ -16,6 +17,9 @@ type Config struct {
 	CounterURL      string        `env:"COUNTER_URL" envDefault:"http://127.0.0.1:8081" help:"the counter"`
 	RedisURL        string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379" help:"rueidis URL redis://[user:pass@]host:port[/db] (?addr= more seed nodes; Cluster is detected)"`
 	SchemaRefresh   time.Duration `env:"CALLBACK_SCHEMA_REFRESH" envDefault:"30s" help:"how often the counter's GET /v1/schema is read"`
+	SigningKeys     string        `env:"CALLBACK_SIGNING_KEYS" help:"kid:base64secret,... notice URLs must be signed with (several for rotation); none: notices are unauthenticated"`
+	MaxNoticeAge    time.Duration `env:"CALLBACK_MAX_NOTICE_AGE" envDefault:"24h" help:"how far ahead a signed notice's exp may be"`
+	UnknownCamps    string        `env:"CALLBACK_UNKNOWN_CAMPAIGNS" help:"refuse or count notices of campaigns the admin API does not know (default: refuse with signing keys, else count)"`
 	CampaignsFile   string        `env:"CALLBACK_CAMPAIGNS_FILE" help:"JSON campaigns seeded at start-up (only those Redis does not have)"`
 	CampaignTTL     time.Duration `env:"CALLBACK_CAMPAIGN_CACHE_TTL" envDefault:"1m" help:"longest a cached campaign lives (Redis invalidates it at once on change)"`
 	JournalMax      int           `env:"CALLBACK_JOURNAL_MAX" envDefault:"1000000" help:"most undelivered notices in the journal before 503"`
@@ -39,6 +43,10 @@ type Config struct {
 type Settings struct {
 	Config
 	Counter *url.URL
+	// Keys are the notice signing keys; nil when notices are unsigned.
+	Keys signing.Keys
+	// RefuseUnknown refuses notices of campaigns Redis does not have.
+	RefuseUnknown bool
 }
 
 func loadSettings(environ []string) (Settings, error) {
@@ -60,7 +68,22 @@ func loadSettings(environ []string) (Settings, error) {
 			return s, fmt.Errorf("%s: must be positive, got %s", name, d)
 		}
 	}
+	if cfg.SigningKeys != "" {
+		if s.Keys, err = signing.ParseKeys(cfg.SigningKeys); err != nil {
+			return s, fmt.Errorf("CALLBACK_SIGNING_KEYS: %w", err)
+		}
+	}
+	switch cfg.UnknownCamps {
+	case "":
+		s.RefuseUnknown = s.Keys != nil
+	case "refuse", "count":
+		s.RefuseUnknown = cfg.UnknownCamps == "refuse"
+	default:
+		return s, fmt.Errorf("CALLBACK_UNKNOWN_CAMPAIGNS: want refuse or count, got %q", cfg.UnknownCamps)
+	}
 	switch {
+	case cfg.MaxNoticeAge <= 0:
+		return s, fmt.Errorf("CALLBACK_MAX_NOTICE_AGE: must be positive, got %s", cfg.MaxNoticeAge)
 	case cfg.Partitions < 1 || cfg.Partitions > 1024:
 		return s, fmt.Errorf("CALLBACK_JOURNAL_PARTITIONS: must be between 1 and 1024, got %d", cfg.Partitions)
 	case cfg.JournalMax < cfg.Partitions:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/freqcap/freqcap/client"
 	"github.com/freqcap/freqcap/shared/proctest"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
@@ -736,4 +738,84 @@ func TestAdminListsCampaignsAndShowsADevice(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d", url, code, body, want)
 		}
 	}
+}
+
+// With signing keys, only notices the bidder signed are counted: forged,
+// tampered, expired, unknown-kid and wrong-key notices are refused with
+// 403 and count nothing; a signed URL with an exchange's price appended
+// after sig counts once; an unknown campaign is refused.
+func TestSignedNotices(t *testing.T) {
+	k1, k0 := []byte("freqcap-k1-secret-0123"), []byte("freqcap-k0-secret-0123")
+	keys := "k1:" + base64.StdEncoding.EncodeToString(k1) + ",k0:" + base64.StdEncoding.EncodeToString(k0)
+	s := startStack(t, "CALLBACK_SIGNING_KEYS="+keys)
+	s.do("PUT", "http://"+s.admin+"/v1/campaigns/s1", `{"winLimitHours":2}`)
+	pub := "http://" + s.public
+	signer := client.NoticeSigner{CallbackURL: pub, KeyID: "k1", Secret: k1}
+	urls := func(sg client.NoticeSigner, cid, device, req string) client.Notices {
+		t.Helper()
+		n, err := sg.URLs(cid, client.Identities{"device": device}, req, "1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	get := func(u string) int {
+		t.Helper()
+		code, _, _ := s.do("GET", u, "")
+		return code
+	}
+
+	n := urls(signer, "s1", "sd", "req-1")
+	// The exchange appends its macros after sig: never signed, never counted.
+	for range 2 {
+		if code := get(n.Win + "&price=1.23&cid=other&device=evil"); code != 204 {
+			t.Fatalf("signed notice with a price appended: %d", code)
+		}
+	}
+	if code, _, _ := s.do("POST", n.Billing, "cid=other&device=evil"); code != 204 {
+		t.Fatalf("signed POST notice: %d", code)
+	}
+	old := signer
+	old.KeyID, old.Secret = "k0", k0
+	if code := get(urls(old, "s1", "sd-old", "req-2").Win); code != 204 {
+		t.Fatalf("a notice signed with the older key: %d", code)
+	}
+	s.waitKey("freq:{win:device:s1:sd}", 1, 10*time.Second)
+	s.waitKey("freq:{billing:device:s1:sd}", 1, 10*time.Second)
+	s.waitKey("freq:{win:device:s1:sd-old}", 1, 10*time.Second)
+
+	expired := signer
+	expired.Now = func() time.Time { return time.Now().Add(-25 * time.Hour) }
+	farOff := signer
+	farOff.TTL = 48 * time.Hour
+	unknownKid := signer
+	unknownKid.KeyID = "k9"
+	wrongKey := signer
+	wrongKey.Secret = []byte("not-the-secret-of-k1")
+	forged := map[string]string{
+		pub + "/win?cid=s1&device=f1&eid=x:1":                                              "missing",
+		strings.Replace(urls(signer, "s1", "f2", "r-f2").Win, "device=f2", "device=f3", 1): "bad_sig",
+		urls(wrongKey, "s1", "f4", "r-f4").Win:                                             "bad_sig",
+		urls(unknownKid, "s1", "f5", "r-f5").Win:                                           "unknown_kid",
+		urls(expired, "s1", "f6", "r-f6").Win:                                              "expired",
+		urls(farOff, "s1", "f7", "r-f7").Win:                                               "exp_too_far",
+	}
+	for u, reason := range forged {
+		code, _, body := s.do("GET", u, "")
+		if code != 403 || !strings.Contains(body, reason) {
+			t.Errorf("%s: %d %s, want 403 naming %s", u, code, body, reason)
+		}
+	}
+	if code := get(urls(signer, "nope", "f8", "r-f8").Win); code != 404 {
+		t.Errorf("a signed notice of an unknown campaign: %d, want 404", code)
+	}
+	s.waitMetric(`freqcap_callback_signature_failures_total{reason="bad_sig"} 2`, 5*time.Second)
+	time.Sleep(300 * time.Millisecond) // what a forged notice would have counted by now
+	for _, key := range []string{"freq:{win:device:s1:f1}", "freq:{win:device:s1:f3}", "freq:{win:device:s1:f4}", "freq:{win:device:s1:f5}",
+		"freq:{win:device:s1:f6}", "freq:{win:device:s1:f7}", "freq:{win:device:nope:f8}", "freq:{win:device:other:evil}", "freq:{win:device:s1:evil}"} {
+		if s.exists(key) {
+			t.Errorf("%s was counted", key)
+		}
+	}
+	s.waitKey("freq:{win:device:s1:sd}", 1, 0)
 }

@@ -8,8 +8,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -24,6 +26,7 @@ import (
 	"github.com/freqcap/freqcap/shared/httpserver"
 	"github.com/freqcap/freqcap/shared/logging"
 	"github.com/freqcap/freqcap/shared/redisconn"
+	"github.com/freqcap/freqcap/shared/signing"
 )
 
 func main() {
@@ -92,6 +95,12 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 
 	d := deps{log: log, settings: s, campaigns: campaigns, journal: journal, schema: schema, metrics: fwd.metrics, draining: &atomic.Bool{}, registry: reg,
 		httpMetrics: httpmetrics.New(reg, "callback")}
+	if s.Keys != nil {
+		d.verifier = &signing.Verifier{Keys: s.Keys, MaxAge: s.MaxNoticeAge, Now: time.Now}
+		log.Info("notices must be signed", "keys", slices.Sorted(maps.Keys(s.Keys)), "unknown_campaigns", map[bool]string{true: "refuse", false: "count"}[s.RefuseUnknown])
+	} else {
+		log.Warn("CALLBACK_SIGNING_KEYS is not set: notices are UNAUTHENTICATED, anyone who can reach the public port can count for any campaign; set signing keys before exposing it")
+	}
 	public, err := httpserver.ListenWith(s.Addr, "CALLBACK_ADDR", NewServer(d), httpserver.Public)
 	if err != nil {
 		return err

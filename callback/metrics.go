@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/freqcap/freqcap/shared/signing"
 )
 
 // metrics are callback's own series; HTTP request metrics come from
@@ -20,6 +22,7 @@ type metrics struct {
 	unknownCampaigns prometheus.Counter
 	claimed          prometheus.Counter
 	released         prometheus.Counter
+	sigFailures      *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, journal *Journal) *metrics {
@@ -31,7 +34,7 @@ func newMetrics(reg prometheus.Registerer, journal *Journal) *metrics {
 			Name: "freqcap_callback_notices_accepted_total", Help: "Notices validated and written to the journal (answered 2xx), by event.",
 		}, []string{"event"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "freqcap_callback_notices_rejected_total", Help: "Notices refused, by event and reason (invalid, macro, audit, conflict, too_large, journal_full, journal_unavailable, draining).",
+			Name: "freqcap_callback_notices_rejected_total", Help: "Notices refused, by event and reason (invalid, macro, audit, conflict, too_large, signature, unknown_campaign, journal_full, journal_unavailable, draining).",
 		}, []string{"event", "reason"}),
 		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "freqcap_callback_forwarded_total", Help: "Notices delivered to the counter, by result (counted, duplicate).",
@@ -55,9 +58,15 @@ func newMetrics(reg prometheus.Registerer, journal *Journal) *metrics {
 		released: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "freqcap_callback_journal_released_total", Help: "Notices still undelivered after CALLBACK_RETRY_FOR, left in the journal for the next claim.",
 		}),
+		sigFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "freqcap_callback_signature_failures_total", Help: "Notices refused for their signature, by reason (missing, malformed, unknown_kid, bad_sig, expired, exp_too_far).",
+		}, []string{"reason"}),
+	}
+	for _, reason := range []string{signing.Missing, signing.Malformed, signing.UnknownKid, signing.BadSig, signing.Expired, signing.TooFar} {
+		m.sigFailures.WithLabelValues(reason)
 	}
 	reg.MustRegister(m.received, m.accepted, m.rejected, m.forwarded, m.dropped, m.retries, m.forwardDuration, m.unknownCampaigns,
-		m.claimed, m.released, &journalCollector{j: journal})
+		m.claimed, m.released, m.sigFailures, &journalCollector{j: journal})
 	return m
 }
 

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -18,6 +16,7 @@ import (
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/httpjson"
 	"github.com/freqcap/freqcap/shared/ids"
+	"github.com/freqcap/freqcap/shared/signing"
 )
 
 // pixel is a 1x1 transparent GIF, the answer to impression pixels.
@@ -110,44 +109,80 @@ func noticeForm(r *http.Request) (url.Values, *rejection) {
 	return q, nil
 }
 
-// handleNotice takes one kind of notice: validate, write it to the
-// journal, answer.
-func handleNotice(event string, schema *Schema, journal *Journal, timeout time.Duration, m *metrics, draining *atomic.Bool, log *slog.Logger, asPixel bool) http.Handler {
+// handleNotice takes one kind of notice: check its signature (when keys
+// are set), validate, write it to the journal, answer.
+func handleNotice(d deps, event string, asPixel bool) http.Handler {
+	m, log, schema, journal, timeout := d.metrics, d.log, d.schema, d.journal, d.settings.AppendTimeout
 	received := m.received.WithLabelValues(event)
 	accepted := m.accepted.WithLabelValues(event)
 	full := &rate.Sometimes{Interval: time.Second}
 	down := &rate.Sometimes{Interval: time.Second}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		received.Inc()
-		if draining.Load() {
+		if d.draining.Load() {
 			m.rejected.WithLabelValues(event, "draining").Inc()
 			unavailable(w, "shutting down, send again")
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxNoticeBody)
-		if err := r.ParseForm(); err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				m.rejected.WithLabelValues(event, "too_large").Inc()
-				httpjson.Write(w, http.StatusRequestEntityTooLarge, httpjson.Body{Code: apierr.InvalidArgument,
-					Msg: fmt.Sprintf("a notice body holds at most %d bytes", maxNoticeBody)})
+		var form url.Values
+		if d.verifier != nil {
+			// Only what the bidder signed counts: the query before sig.
+			signed, err := d.verifier.Verify(r.URL.RawQuery)
+			if err != nil {
+				var se *signing.Error
+				errors.As(err, &se)
+				m.sigFailures.WithLabelValues(se.Reason).Inc()
+				m.rejected.WithLabelValues(event, "signature").Inc()
+				httpjson.Write(w, http.StatusForbidden, httpjson.Body{Code: apierr.InvalidArgument, Msg: err.Error()})
 				return
 			}
-			m.rejected.WithLabelValues(event, "invalid").Inc()
-			httpjson.Error(w, r, log, apierr.Invalid("malformed parameters: %s", err))
-			return
-		}
-		form, rej := noticeForm(r)
-		if rej != nil {
-			m.rejected.WithLabelValues(event, rej.reason).Inc()
-			httpjson.Error(w, r, log, rej.err)
-			return
+			signed.Del("kid")
+			signed.Del("exp")
+			form = signed
+		} else {
+			if err := r.ParseForm(); err != nil {
+				var tooBig *http.MaxBytesError
+				if errors.As(err, &tooBig) {
+					m.rejected.WithLabelValues(event, "too_large").Inc()
+					httpjson.Write(w, http.StatusRequestEntityTooLarge, httpjson.Body{Code: apierr.InvalidArgument,
+						Msg: fmt.Sprintf("a notice body holds at most %d bytes", maxNoticeBody)})
+					return
+				}
+				m.rejected.WithLabelValues(event, "invalid").Inc()
+				httpjson.Error(w, r, log, apierr.Invalid("malformed parameters: %s", err))
+				return
+			}
+			var rej *rejection
+			if form, rej = noticeForm(r); rej != nil {
+				m.rejected.WithLabelValues(event, rej.reason).Inc()
+				httpjson.Error(w, r, log, rej.err)
+				return
+			}
 		}
 		n, rej := parseNotice(event, schema.Get(), form)
 		if rej != nil {
 			m.rejected.WithLabelValues(event, rej.reason).Inc()
 			httpjson.Error(w, r, log, rej.err)
 			return
+		}
+		if d.settings.RefuseUnknown {
+			// Through client-side caching: a known campaign costs no round trip.
+			ctx, cancel := context.WithTimeout(r.Context(), timeout)
+			_, known, err := d.campaigns.Get(ctx, n.cid)
+			cancel()
+			switch {
+			case err != nil && !known:
+				m.rejected.WithLabelValues(event, "journal_unavailable").Inc()
+				down.Do(func() { log.Warn("campaigns unreadable: refusing notices with 503", "err", err) })
+				unavailable(w, "campaigns unavailable, send again")
+				return
+			case !known:
+				m.rejected.WithLabelValues(event, "unknown_campaign").Inc()
+				httpjson.Write(w, http.StatusNotFound, httpjson.Body{Code: apierr.KeyNotFound,
+					Msg: "campaign " + n.cid + " is not known (CALLBACK_UNKNOWN_CAMPAIGNS=refuse): nothing counted"})
+				return
+			}
 		}
 		// Persist before acknowledging: a 2xx promises the notice is in the
 		// journal, which outlives this process. A client that hangs up does

@@ -12,9 +12,9 @@ import (
 
 // addPublicRoutes is the API exchanges see.
 func addPublicRoutes(r chi.Router, d deps) {
-	win := handleNotice("win", d.schema, d.journal, d.settings.AppendTimeout, d.metrics, d.draining, d.log, false)
-	billing := handleNotice("billing", d.schema, d.journal, d.settings.AppendTimeout, d.metrics, d.draining, d.log, false)
-	imp := handleNotice("imp", d.schema, d.journal, d.settings.AppendTimeout, d.metrics, d.draining, d.log, true)
+	win := handleNotice(d, "win", false)
+	billing := handleNotice(d, "billing", false)
+	imp := handleNotice(d, "imp", true)
 	m := d.httpMetrics
 	r.Method(http.MethodGet, "/win", m.Route("/win", win))
 	r.Method(http.MethodPost, "/win", m.Route("/win", win))

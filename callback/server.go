@@ -11,6 +11,7 @@ import (
 
 	"github.com/freqcap/freqcap/shared/httpjson"
 	"github.com/freqcap/freqcap/shared/httpmetrics"
+	"github.com/freqcap/freqcap/shared/signing"
 )
 
 // deps is what the handlers need.
@@ -22,7 +23,9 @@ type deps struct {
 	schema    *Schema
 	metrics   *metrics
 	draining  *atomic.Bool
-	registry  *prometheus.Registry
+	// verifier checks notice signatures; nil when notices are unsigned.
+	verifier *signing.Verifier
+	registry *prometheus.Registry
 	// httpMetrics times requests of both listeners; their routes differ.
 	httpMetrics *httpmetrics.Metrics
 }

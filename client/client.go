@@ -26,6 +26,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/signing"
 )
 
 // Options tune a Client. The zero value is usable.
@@ -341,4 +342,47 @@ func NoticeURLs(callbackURL, cid string, ids Identities) Notices {
 	q.WriteString("&eid=" + AuctionEID)
 	query := q.String()
 	return Notices{Win: base + "/win" + query, Billing: base + "/billing" + query, Imp: base + "/imp" + query}
+}
+
+// NoticeSigner builds signed notice URLs, for a callback that verifies
+// them (CALLBACK_SIGNING_KEYS): only what the bidder signed is counted.
+type NoticeSigner struct {
+	CallbackURL string // https://host of callback
+	KeyID       string // the kid of Secret in CALLBACK_SIGNING_KEYS
+	Secret      []byte
+	// TTL is how long the URLs stay valid (their exp), at most callback's
+	// CALLBACK_MAX_NOTICE_AGE; 0 is 24h.
+	TTL time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// URLs signs the notice URLs of one candidate: campaign cid, the request's
+// identities, and the event id from the bid request and imp ids the bidder
+// knows (an exchange macro cannot be signed). Unsigned parameters for the
+// exchange to substitute, such as "price=${AUCTION_PRICE}", may be
+// appended after the URLs' sig.
+func (s NoticeSigner) URLs(cid string, ids Identities, requestID, impID string) (Notices, error) {
+	if requestID == "" || impID == "" {
+		return Notices{}, fmt.Errorf("freqcap client: a signed notice needs the bid request id and imp id for its eid")
+	}
+	if s.KeyID == "" || len(s.Secret) == 0 {
+		return Notices{}, fmt.Errorf("freqcap client: NoticeSigner needs KeyID and Secret")
+	}
+	now, ttl := time.Now, s.TTL
+	if s.Now != nil {
+		now = s.Now
+	}
+	if ttl <= 0 {
+		ttl = 24 * time.Hour
+	}
+	ps := []signing.Param{{Name: "cid", Value: cid}, {Name: "eid", Value: requestID + ":" + impID}}
+	for d, id := range ids {
+		if id != "" {
+			ps = append(ps, signing.Param{Name: d, Value: id})
+		}
+	}
+	query := "?" + signing.SignQuery(s.KeyID, s.Secret, now().Add(ttl), ps)
+	base := strings.TrimRight(s.CallbackURL, "/")
+	return Notices{Win: base + "/win" + query, Billing: base + "/billing" + query, Imp: base + "/imp" + query}, nil
 }

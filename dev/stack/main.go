@@ -13,6 +13,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,8 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+
+	"github.com/freqcap/freqcap/client"
 )
 
 func main() {
@@ -59,6 +62,12 @@ func loadAddrs(getenv func(string) string) addrs {
 		admin:    or("CALLBACK_ADMIN_ADDR", "127.0.0.1:9080"),
 	}
 }
+
+// The development signing key of make run. Never use it anywhere else.
+const (
+	devKeyID  = "dev"
+	devSecret = "freqcap-dev-signing-key"
+)
 
 // child is one process the stack started; exited is closed when it ends.
 type child struct {
@@ -150,7 +159,11 @@ func run(ctx context.Context, out io.Writer, getenv func(string) string) error {
 		{"counter", "http://" + a.counter + "/healthz", []string{"COUNTER_ADDR=" + a.counter, "REDIS_URL=" + redisURL, "COUNTER_LIMITS_FILE=dev/limits.yaml"}},
 		{"callback", "http://" + a.admin + "/healthz", []string{
 			"CALLBACK_ADDR=" + a.callback, "CALLBACK_ADMIN_ADDR=" + a.admin, "COUNTER_URL=http://" + a.counter,
-			"REDIS_URL=" + redisURL, "CALLBACK_CAMPAIGNS_FILE=dev/campaigns.json"}},
+			"REDIS_URL=" + redisURL, "CALLBACK_CAMPAIGNS_FILE=dev/campaigns.json",
+			// A development key, public in this file: notices are signed as in
+			// production; api.http's notices are signed with it to 2100.
+			"CALLBACK_SIGNING_KEYS=" + devKeyID + ":" + base64.StdEncoding.EncodeToString([]byte(devSecret)),
+			"CALLBACK_MAX_NOTICE_AGE=876000h"}},
 	}
 	for _, s := range services {
 		cmd := exec.Command(filepath.Join("bin", s.name))
@@ -329,13 +342,21 @@ func waitHealthy(ctx context.Context, c *child, url string) error {
 }
 
 func printTry(out io.Writer, a addrs) {
-	r := strings.NewReplacer("{callback}", a.callback, "{admin}", a.admin, "{counter}", a.counter)
+	signer := client.NoticeSigner{CallbackURL: "http://" + a.callback, KeyID: devKeyID, Secret: []byte(devSecret), TTL: time.Hour}
+	n, err := signer.URLs("42", client.Identities{"device": "abc", "bundle": "com.foo", "tagid": "7"}, "auction-1", "imp-1")
+	if err != nil {
+		panic(err) // the arguments above are constants
+	}
+	r := strings.NewReplacer("{callback}", a.callback, "{admin}", a.admin, "{counter}", a.counter, "{signedWin}", n.Win+"&price=0.42")
 	fmt.Fprint(out, r.Replace(`
 freqcap is up: callback on {callback} (admin {admin}), counter on {counter}; campaigns from dev/campaigns.json
 (42: winLimitHours 3, 43: 24, 44: 0). Try:
 
-  # an exchange's win notice (nurl), then the bidder's read
-  curl -si 'http://{callback}/win?cid=42&device=abc&bundle=com.foo&tagid=7&eid=auction-1:imp-1&price=0.42'
+  # an exchange's win notice (nurl), signed with the development key "dev" (valid for an hour; the
+  # exchange's price after sig is not signed), then the bidder's read
+  curl -si '{signedWin}'
+  # a notice nobody signed: 403, not counted
+  curl -si 'http://{callback}/win?cid=42&device=abc&eid=forged-1'
   curl -s 'http://{counter}/v1/freq?cid=42&device=abc&bundle=com.foo&tagid=7&windowHours=3'
   curl -s -XPOST http://{counter}/v1/freq/batch -d '{"items":[{"cid":"42","dims":{"device":"abc","bundle":"com.foo"},"windowHours":[3]},{"cid":"43","dims":{"device":"abc"},"windowHours":[24]}]}'
 

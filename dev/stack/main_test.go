@@ -9,12 +9,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/freqcap/freqcap/client"
 	"github.com/freqcap/freqcap/shared/proctest"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
@@ -130,11 +133,20 @@ func TestStackRunsCountsAndStopsCleanly(t *testing.T) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
-	resp, err := http.Get("http://" + l.a.callback + "/win?cid=42&device=stack-test&eid=s-1")
-	if err != nil || resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("notice: %v %v", resp, err)
+	// make run signs notices with its development key: a signed one counts,
+	// an unsigned one is refused.
+	signer := client.NoticeSigner{CallbackURL: "http://" + l.a.callback, KeyID: devKeyID, Secret: []byte(devSecret)}
+	n, err := signer.URLs("42", client.Identities{"device": "stack-test"}, "s", "1")
+	if err != nil {
+		t.Fatal(err)
 	}
-	resp.Body.Close()
+	for u, want := range map[string]int{n.Win: http.StatusNoContent, "http://" + l.a.callback + "/win?cid=42&device=stack-test&eid=s-2": http.StatusForbidden} {
+		resp, err := http.Get(u)
+		if err != nil || resp.StatusCode != want {
+			t.Fatalf("notice %s: %v %v, want %d", u, resp, err, want)
+		}
+		resp.Body.Close()
+	}
 	waitFor(t, "the notice counted", func() bool {
 		resp, err := http.Get("http://" + l.a.counter + "/v1/freq?cid=42&device=stack-test")
 		if err != nil {
@@ -242,6 +254,10 @@ func parseAPIHTTP(t *testing.T, path string, vars map[string]string) []apiReques
 	return out
 }
 
+// refusedWith finds the status a title promises for a refusal: "is
+// refused with 403", "answers 400", "is a 400", "INVALID_ARGUMENT (400)".
+var refusedWith = regexp.MustCompile(`(?:(?:with|answers|is a) |\()(40[034])\b`)
+
 // runAPIHTTP sends every request of api.http in order, as a newcomer
 // running it top to bottom would, and checks that what each title says
 // is what happens.
@@ -268,13 +284,16 @@ func runAPIHTTP(t *testing.T, a addrs) {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		body := string(b)
-		refused := strings.Contains(r.title, "400")
+		want := 0
+		if m := refusedWith.FindStringSubmatch(r.title); m != nil {
+			want, _ = strconv.Atoi(m[1])
+		}
 		switch {
 		case resp.StatusCode >= 500:
 			t.Errorf("%s: %d %.300s", r.title, resp.StatusCode, body)
-		case refused && resp.StatusCode != 400:
-			t.Errorf("%s: %d, want 400: %.300s", r.title, resp.StatusCode, body)
-		case !refused && resp.StatusCode >= 400 && resp.StatusCode != 429:
+		case want != 0 && resp.StatusCode != want:
+			t.Errorf("%s: %d, want %d: %.300s", r.title, resp.StatusCode, want, body)
+		case want == 0 && resp.StatusCode >= 400 && resp.StatusCode != 429:
 			t.Errorf("%s: %d: %.300s", r.title, resp.StatusCode, body)
 		}
 		dup := strings.Contains(body, `"duplicate":true`)
