@@ -5,7 +5,7 @@ SERVICES := counter callback
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -modified)
 LDFLAGS := -s -w -X github.com/freqcap/freqcap/shared/buildinfo.Commit=$(COMMIT)
 
-.PHONY: help test run smoke-run dashboard-check build bench gobench lint docker-check test-tools proto proto-check
+.PHONY: help test run smoke-run dashboard-check fuzz build bench gobench lint docker-check test-tools proto proto-check
 
 # Code generation for proto/: pinned tools, installed into bin/tools.
 BUF_VERSION := v1.75.0
@@ -49,6 +49,15 @@ gobench: test-tools
 dashboard-check: test-tools
 	$(GO) test -count=1 ./dev/observability/
 	$(GO) test -count=1 -run 'Dashboard' ./counter ./callback
+
+## fuzz: run every fuzz target for FUZZTIME (30s) each; make test runs their seed corpora
+FUZZTIME ?= 30s
+FUZZ_TARGETS := ./counter:FuzzParseQuery ./counter:FuzzDecodeBatch ./callback:FuzzParseNotice ./shared/signing:FuzzVerify
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$fn ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; \
+	done
 
 ## docker-check: validate compose.yaml and build each binary exactly as its Dockerfile does
 docker-check:

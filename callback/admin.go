@@ -101,7 +101,11 @@ func handleCampaignList(log *slog.Logger, c *Campaigns) http.Handler {
 		Next      string         `json:"next,omitempty"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
+		q, err := httpjson.Query(r)
+		if err != nil {
+			httpjson.Error(w, r, log, err)
+			return
+		}
 		limit := 100
 		if v := q.Get("limit"); v != "" {
 			n, err := strconv.Atoi(v)
@@ -154,8 +158,13 @@ func handleCampaignCounts(log *slog.Logger, c *Campaigns, schema *Schema, counte
 			httpjson.Error(w, r, log, apierr.Unavailablef("counter schema: %s", err))
 			return
 		}
+		query, err := httpjson.Query(r)
+		if err != nil {
+			httpjson.Error(w, r, log, err)
+			return
+		}
 		dims := map[string]string{}
-		for name, vs := range r.URL.Query() {
+		for name, vs := range query {
 			if !slices.Contains(sch.Dimensions, name) || len(vs) != 1 {
 				httpjson.Error(w, r, log, apierr.Invalid("parameter %q: give each of the dimensions (%s) at most once", name, strings.Join(sch.Dimensions, ", ")))
 				return

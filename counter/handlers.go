@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -55,7 +57,12 @@ func (d *degrader) count(r *http.Request, code int, msg string) {
 
 func handleIncr(log *slog.Logger, p *parser, store seed000, writeTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q, err := p.fromURL(r.URL.Query(), nil)
+		vals, err := httpjson.Query(r)
+		if err != nil {
+			httpjson.Error(w, r, log, err)
+			return
+		}
+		q, err := p.fromURL(vals, nil)
 		if err == nil && len(q.Windows) > 1 {
 			err = apierr.Invalid("windowHours takes one window on writes (the largest of the campaign's caps)")
 		}
@@ -76,7 +83,12 @@ func handleIncr(log *slog.Logger, p *parser, store seed000, writeTimeout time.Du
 
 func handleFreq(log *slog.Logger, p *parser, store seed000, deg *degrader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q, err := p.fromURL(r.URL.Query(), nil)
+		vals, err := httpjson.Query(r)
+		if err != nil {
+			httpjson.Error(w, r, log, err)
+			return
+		}
+		q, err := p.fromURL(vals, nil)
 		if err == nil && q.EID != "" {
 			err = apierr.Invalid("eid is only accepted on writes")
 		}
@@ -101,8 +113,14 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any, shap
 	if err := dec.Decode(v); err != nil {
 		return apierr.Invalid("body must be JSON %s: %s", shape, err)
 	}
-	if dec.More() {
-		return apierr.Invalid("body must hold one JSON object")
+	// Only whitespace may follow the object: "{...}}" or "{...} [" is not
+	// one JSON object either (dec.More stops at a closing bracket).
+	rest, err := io.ReadAll(io.MultiReader(dec.Buffered(), r.Body))
+	if err != nil {
+		return apierr.Invalid("body must be JSON %s: %s", shape, err)
+	}
+	if len(bytes.TrimSpace(rest)) > 0 {
+		return apierr.Invalid("body must hold one JSON object, with nothing after it (found %.20q)", bytes.TrimSpace(rest))
 	}
 	return nil
 }
@@ -202,7 +220,12 @@ var paceNames = map[int]string{counting.PaceAllowed: "allowed", counting.PaceOve
 func handlePace(log *slog.Logger, p *parser, store seed000, writeTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var windowSec, limit, minGapSec string
-		q, err := p.fromURL(r.URL.Query(), map[string]*string{"windowSec": &windowSec, "limit": &limit, "minGapSec": &minGapSec})
+		vals, err := httpjson.Query(r)
+		if err != nil {
+			httpjson.Error(w, r, log, err)
+			return
+		}
+		q, err := p.fromURL(vals, map[string]*string{"windowSec": &windowSec, "limit": &limit, "minGapSec": &minGapSec})
 		if err == nil && (len(q.Windows) > 0 || q.PaceWindowSec > 0) {
 			err = apierr.Invalid("pace takes windowSec, limit and minGapSec, not windowHours or paceWindowSec")
 		}

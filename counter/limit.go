@@ -138,7 +138,11 @@ func handleLimitBatch(l *limiter, maxChecks int) http.Handler {
 // error for bad input.
 func handleGate(l *limiter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
+		q, err := httpjson.Query(r)
+		if err != nil {
+			httpjson.Error(w, r, l.log, err)
+			return
+		}
 		req := counting.LimitRequest{Key: q.Get("key"), Policy: q.Get("policy"), Mode: q.Get("mode")}
 		if req.Policy == "" {
 			httpjson.Error(w, r, l.log, apierr.Invalid("policy is required: the gate checks named policies"))

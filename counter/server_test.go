@@ -210,6 +210,17 @@ func TestHTTPBadInputChangesNothing(t *testing.T) {
 		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":""}}]}`, 400, "items[0].dims.device must be"},
 		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"d"},"extra":1}]}`, 400, "body must be JSON"},
 		{"POST", "/v1/freq/batch", `not json`, 400, "body must be JSON"},
+		// Strict parsing: nothing malformed is dropped silently.
+		{"POST", "/v1/incr?cid=42&device=abc&eid=x%zz", "", 400, `malformed query parameter "eid=x%zz"`},
+		{"POST", "/v1/incr?cid=42&device=abc&windowHours=3%zz", "", 400, `malformed query parameter "windowHours=3%zz"`},
+		{"POST", "/v1/incr?cid=42&device=abc;windowHours=3", "", 400, "malformed query parameter"},
+		{"GET", "/v1/views?article=a%zz", "", 400, "malformed query parameter"},
+		{"GET", "/v1/limit/gate?policy=p&key=%zz", "", 400, "malformed query parameter"},
+		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"d"}}]}}`, 400, "nothing after it"},
+		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"d"}}]} [`, 400, "nothing after it"},
+		{"POST", "/v1/incr/batch", `{"items":[{"cid":"1","dims":{"device":"d"},"eid":"e"}]}x`, 400, "nothing after it"},
+		{"POST", "/v1/incr?cid=42&device=ab%E2%80%8Bc", "", 400, "invisible format characters"},
+		{"POST", "/v1/incr?cid=42&device=%EF%BB%BFabc", "", 400, "invisible format characters"},
 		{"GET", "/v1/incr?cid=42&device=abc", "", 405, "not allowed"},
 		{"GET", "/v2/nothing", "", 404, "no such route"},
 	}

@@ -157,7 +157,12 @@ func (v *views) handleView() http.Handler {
 // read deadline (degraded to 0 when Redis cannot answer).
 func (v *views) handleTotal(deg *degrader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		article := r.URL.Query().Get("article")
+		q, err := httpjson.Query(r)
+		if err != nil {
+			httpjson.Error(w, r, v.log, err)
+			return
+		}
+		article := q.Get("article")
 		if !ids.ValidKey(article) {
 			httpjson.Error(w, r, v.log, apierr.Invalid("article must be %s", ids.KeyRule))
 			return

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/freqcap/freqcap/shared/apierr"
 )
@@ -77,4 +79,21 @@ func NotFound(w http.ResponseWriter, r *http.Request) {
 // MethodNotAllowed answers a known route asked with the wrong method.
 func MethodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	Write(w, http.StatusMethodNotAllowed, Body{Code: apierr.InvalidArgument, Msg: "method " + r.Method + " not allowed on " + r.URL.Path})
+}
+
+// Query parses the request's query strictly: a pair that does not decode
+// (a bad %-escape, a ';' separator) is an error naming it, where
+// r.URL.Query() would drop it silently (an eid dropped makes a retry count
+// twice).
+func Query(r *http.Request) (url.Values, error) {
+	vals, err := url.ParseQuery(r.URL.RawQuery)
+	if err == nil {
+		return vals, nil
+	}
+	for pair := range strings.SplitSeq(r.URL.RawQuery, "&") {
+		if _, perr := url.ParseQuery(pair); perr != nil {
+			return nil, apierr.Invalid("malformed query parameter %q: %s", pair, strings.TrimPrefix(perr.Error(), "invalid "))
+		}
+	}
+	return nil, apierr.Invalid("malformed query: %s", err)
 }

@@ -12,7 +12,7 @@ import (
 // CIDRule and IDRule describe the rules in error messages.
 const (
 	CIDRule = "1-64 characters of [A-Za-z0-9._-]"
-	IDRule  = "1-128 bytes without whitespace or control characters"
+	IDRule  = "1-128 bytes of UTF-8 without whitespace, control or invisible format characters"
 )
 
 // ValidCID reports whether s is a campaign (scope) id: 1-64 characters of
@@ -31,7 +31,9 @@ func ValidCID(s string) bool {
 }
 
 // ValidID reports whether s is an opaque id: 1-128 bytes of valid UTF-8
-// without whitespace or control characters.
+// without whitespace, control or format characters (zero-width spaces,
+// joiners, byte-order marks and bidi marks make ids that look alike but
+// count apart). Ids are not normalised: what is valid is counted as sent.
 func ValidID(s string) bool {
 	if len(s) == 0 || len(s) > 128 {
 		return false
@@ -46,7 +48,7 @@ func ValidID(s string) bool {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError || unicode.IsSpace(r) || unicode.IsControl(r) {
+		if r == utf8.RuneError || unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
 			return false
 		}
 		i += size

@@ -22,6 +22,9 @@ func TestValidID(t *testing.T) {
 		strings.Repeat("x", 128): true,
 		"":                       false, strings.Repeat("x", 129): false, "a b": false, "a\tb": false, "a\x00b": false,
 		"a\x7fb": false, "a\u00a0b": false, "a\u2028b": false, "\xff": false,
+		// Invisible format characters make look-alike ids.
+		"a\u200bb": false, "\ufeffabc": false, "a\u200db": false, "a\u2060b": false, "a\u202eb": false, "a\u00adb": false,
+		"émoji😀": true,
 	} {
 		if got := ValidID(s); got != want {
 			t.Errorf("ValidID(%q) = %v, want %v", s, got, want)
