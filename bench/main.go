@@ -114,6 +114,7 @@ type stack struct {
 	s                                           settings
 	redis, counter, callback, baseline          *proc
 	redisAddr, counterURL, callbackURL, baseURL string
+	counterOpsURL                               string // metrics and pprof
 	adminURL                                    string
 	procs                                       []*proc
 	logs                                        *os.File
@@ -225,7 +226,7 @@ func (st *stack) start(ctx context.Context) error {
 		return err
 	}
 	st.logs = logs
-	addrs := make([]string, 5)
+	addrs := make([]string, 6)
 	for i := range addrs {
 		if addrs[i], err = freeAddr(); err != nil {
 			return err
@@ -246,7 +247,8 @@ func (st *stack) start(ctx context.Context) error {
 	}
 	redisURL := "REDIS_URL=redis://" + st.redisAddr
 	st.counterURL, st.callbackURL, st.adminURL, st.baseURL = "http://"+addrs[1], "http://"+addrs[2], "http://"+addrs[3], "http://"+addrs[4]
-	if st.counter, err = st.spawn("counter", filepath.Join(bin, "counter"), []string{"COUNTER_ADDR=" + addrs[1], redisURL, "LOG_FORMAT=json",
+	st.counterOpsURL = "http://" + addrs[5]
+	if st.counter, err = st.spawn("counter", filepath.Join(bin, "counter"), []string{"COUNTER_ADDR=" + addrs[1], "COUNTER_OPS_ADDR=" + addrs[5], redisURL, "LOG_FORMAT=json",
 		// wrk's closed loop saturates the machine and queues requests far past
 		// the production 5 ms read deadline; throughput must count full
 		// reads, not cheap degraded ones. The constant-rate runs show latency.
@@ -497,7 +499,7 @@ func (st *stack) wrk(ctx context.Context, name, url, mode string, round int, pro
 	cmd := exec.CommandContext(ctx, "wrk", append(args, url)...)
 	cmd.Env = append(os.Environ(), "MODE="+mode, "FILL="+strconv.Itoa(st.s.fill), "RUN="+strconv.FormatInt(time.Now().UnixNano(), 36))
 	if profile && round == 1 {
-		st.profile(name, st.counterURL+"/debug/pprof/profile", "counter")
+		st.profile(name, st.counterOpsURL+"/debug/pprof/profile", "counter")
 		if name == "end-to-end" {
 			st.profile(name, st.adminURL+"/debug/pprof/profile", "callback")
 		}
@@ -612,7 +614,7 @@ func containsAll(s string, subs []string) bool {
 }
 
 func (st *stack) degraded() int {
-	return int(metric(st.counterURL+"/metrics", "freqcap_counter_degraded_reads_total"))
+	return int(metric(st.counterOpsURL+"/metrics", "freqcap_counter_degraded_reads_total"))
 }
 
 // endToEnd drives callback's /win at full speed, waits for the journal to

@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/auth"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/httpjson"
 	"github.com/freqcap/freqcap/shared/ids"
@@ -134,8 +135,8 @@ func handleCampaignList(log *slog.Logger, c *Campaigns) http.Handler {
 // campaign: the campaign's settings and, for every event the counter
 // counts, the day, the campaign's hour window and its pace window as the
 // counter has them. One counter read; nothing is scanned.
-func handleCampaignCounts(log *slog.Logger, c *Campaigns, schema *Schema, counter *url.URL) http.Handler {
-	client := &http.Client{Timeout: 2 * time.Second}
+func handleCampaignCounts(log *slog.Logger, c *Campaigns, schema *Schema, counter *url.URL, token string) http.Handler {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: auth.Transport(token, nil)}
 	batchURL := counter.JoinPath("/v1/freq/batch").String()
 	type answer struct {
 		CID      string                     `json:"cid"`

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/freqcap/freqcap/shared/auth"
 	"github.com/freqcap/freqcap/shared/config"
 	"github.com/freqcap/freqcap/shared/logging"
 	"github.com/freqcap/freqcap/shared/signing"
@@ -14,6 +15,8 @@ import (
 type Config struct {
 	Addr            string        `env:"CALLBACK_ADDR" envDefault:":8080" help:"public listener (exchanges)"`
 	AdminAddr       string        `env:"CALLBACK_ADMIN_ADDR" envDefault:"127.0.0.1:9080" help:"admin listener: campaigns, health, metrics, pprof"`
+	CounterToken    string        `env:"COUNTER_TOKEN" help:"bearer token sent to the counter (one of its COUNTER_AUTH_TOKENS)"`
+	AdminTokenList  string        `env:"CALLBACK_ADMIN_TOKENS" help:"bearer tokens the admin API (/v1/campaigns) requires, comma separated; none: no authentication"`
 	CounterURL      string        `env:"COUNTER_URL" envDefault:"http://127.0.0.1:8081" help:"the counter"`
 	RedisURL        string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379" help:"rueidis URL redis://[user:pass@]host:port[/db] (?addr= more seed nodes; Cluster is detected)"`
 	SchemaRefresh   time.Duration `env:"CALLBACK_SCHEMA_REFRESH" envDefault:"30s" help:"how often the counter's GET /v1/schema is read"`
@@ -47,6 +50,8 @@ type Settings struct {
 	Keys signing.Keys
 	// RefuseUnknown refuses notices of campaigns Redis does not have.
 	RefuseUnknown bool
+	// AdminTokens are the bearer tokens of the admin API; none when empty.
+	AdminTokens []string
 }
 
 func loadSettings(environ []string) (Settings, error) {
@@ -67,6 +72,9 @@ func loadSettings(environ []string) (Settings, error) {
 		if d <= 0 {
 			return s, fmt.Errorf("%s: must be positive, got %s", name, d)
 		}
+	}
+	if s.AdminTokens, err = auth.Tokens("CALLBACK_ADMIN_TOKENS", cfg.AdminTokenList); err != nil {
+		return s, err
 	}
 	if cfg.SigningKeys != "" {
 		if s.Keys, err = signing.ParseKeys(cfg.SigningKeys); err != nil {

@@ -81,7 +81,7 @@ func startStack(t *testing.T, callbackEnv ...string) *stack {
 func (s *stack) startCounter(env ...string) {
 	s.t.Helper()
 	s.counter = proctest.Start(s.t, filepath.Join(bins, "counter"), "http://"+s.counterAddr+"/healthz",
-		append([]string{"COUNTER_ADDR=" + s.counterAddr, "REDIS_URL=" + s.redis.URL(), "LOG_FORMAT=json", "COUNTER_WRITE_TIMEOUT=500ms", "COUNTER_READ_TIMEOUT=2s"}, env...)...)
+		append([]string{"COUNTER_ADDR=" + s.counterAddr, "COUNTER_OPS_ADDR=127.0.0.1:" + strconv.Itoa(redistest.FreePort(s.t)), "REDIS_URL=" + s.redis.URL(), "LOG_FORMAT=json", "COUNTER_WRITE_TIMEOUT=500ms", "COUNTER_READ_TIMEOUT=2s"}, env...)...)
 }
 
 func (s *stack) startCallback(env ...string) *proctest.Proc {
@@ -818,4 +818,62 @@ func TestSignedNotices(t *testing.T) {
 		}
 	}
 	s.waitKey("freq:{win:device:s1:sd}", 1, 0)
+}
+
+// The services authenticate each other: a counter that requires a token
+// counts what callback forwards with COUNTER_TOKEN, and the admin API
+// takes its own tokens while health and metrics stay open on it.
+func TestServicesAuthenticate(t *testing.T) {
+	const counterToken, adminToken = "counter-token-0123456789", "admin-token-0123456789"
+	s := &stack{t: t, redis: redistest.Start(t)}
+	s.rc = newRedisClient(t, s.redis)
+	s.counterAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.startCounter("COUNTER_AUTH_TOKENS=" + counterToken)
+	s.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.callback = s.startCallback("COUNTER_TOKEN="+counterToken, "CALLBACK_ADMIN_TOKENS="+adminToken)
+	admin := "http://" + s.admin
+	withToken := func(method, url, token, body string) int {
+		t.Helper()
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tt := range []struct {
+		method, url, token, body string
+		want                     int
+	}{
+		{"PUT", admin + "/v1/campaigns/au", "", `{"winLimitHours":2}`, 401},
+		{"PUT", admin + "/v1/campaigns/au", counterToken, `{"winLimitHours":2}`, 401},
+		{"PUT", admin + "/v1/campaigns/au", adminToken, `{"winLimitHours":2}`, 200},
+		{"GET", admin + "/v1/campaigns", "", "", 401},
+		{"GET", admin + "/v1/campaigns/au", adminToken, "", 200},
+		{"GET", admin + "/healthz", "", "", 200},
+		{"GET", admin + "/metrics", "", "", 200},
+		{"GET", "http://" + s.counterAddr + "/v1/freq?cid=au&device=d", "", "", 401},
+	} {
+		if code := withToken(tt.method, tt.url, tt.token, tt.body); code != tt.want {
+			t.Errorf("%s %s with token %q: %d, want %d", tt.method, tt.url, tt.token, code, tt.want)
+		}
+	}
+	if code, _, _ := s.do("GET", "http://"+s.public+"/win?cid=au&device=d&eid=au-1", ""); code != 204 {
+		t.Fatalf("notice: %d", code)
+	}
+	s.waitKey("freq:{win:device:au:d}", 1, 10*time.Second)
+	if !s.exists("hfreq:{win:device:au:d}") {
+		t.Error("the campaign's hour window was not counted")
+	}
+	if code := withToken("GET", admin+"/v1/campaigns/au/counts?device=d", adminToken, ""); code != 200 {
+		t.Errorf("counts through the admin API (callback's token to the counter): %d", code)
+	}
 }

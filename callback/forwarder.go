@@ -17,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/auth"
 	"github.com/freqcap/freqcap/shared/counting"
 )
 
@@ -75,11 +76,11 @@ func newForwarder(s Settings, journal *Journal, schema *Schema, campaigns *Campa
 		journal: journal,
 		schema:  schema,
 		batches: make(chan []entry),
-		client: &http.Client{Transport: &http.Transport{
+		client: &http.Client{Transport: auth.Transport(s.CounterToken, &http.Transport{
 			MaxIdleConns:        s.Workers,
 			MaxIdleConnsPerHost: s.Workers,
 			IdleConnTimeout:     90 * time.Second,
-		}},
+		})},
 		incrURL:    s.Counter.JoinPath("/v1/incr/batch").String(),
 		campaigns:  campaigns,
 		log:        log,

@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	}
 	defer rdb.Close()
 
-	schema := newSchema(s.Counter, log)
+	schema := newSchema(s.Counter, s.CounterToken, log)
 	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	sch, err := schema.Fetch(fctx)
 	cancel()

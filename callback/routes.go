@@ -28,7 +28,7 @@ func addAdminRoutes(r chi.Router, d deps) {
 	m := d.httpMetrics
 	r.Method(http.MethodGet, "/v1/campaigns", m.Route("/v1/campaigns", handleCampaignList(d.log, d.campaigns)))
 	r.Method(http.MethodGet, "/v1/campaigns/{cid}/counts", m.Route("/v1/campaigns/{cid}/counts",
-		handleCampaignCounts(d.log, d.campaigns, d.schema, d.settings.Counter)))
+		handleCampaignCounts(d.log, d.campaigns, d.schema, d.settings.Counter, d.settings.CounterToken)))
 	r.Method(http.MethodGet, "/v1/campaigns/{cid}", m.Route("/v1/campaigns/{cid}", handleCampaignGet(d.log, d.campaigns)))
 	r.Method(http.MethodPut, "/v1/campaigns/{cid}", m.Route("/v1/campaigns/{cid}", handleCampaignPut(d.log, d.campaigns)))
 	r.Method(http.MethodDelete, "/v1/campaigns/{cid}", m.Route("/v1/campaigns/{cid}", handleCampaignDelete(d.log, d.campaigns)))

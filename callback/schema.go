@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/auth"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/ids"
 )
@@ -28,8 +29,8 @@ type Schema struct {
 	cur    atomic.Pointer[counting.Schema]
 }
 
-func newSchema(counter *url.URL, log *slog.Logger) *Schema {
-	return &Schema{url: counter.JoinPath("/v1/schema").String(), client: &http.Client{Timeout: 2 * time.Second}, log: log}
+func newSchema(counter *url.URL, token string, log *slog.Logger) *Schema {
+	return &Schema{url: counter.JoinPath("/v1/schema").String(), client: &http.Client{Timeout: 2 * time.Second, Transport: auth.Transport(token, nil)}, log: log}
 }
 
 // Get is the latest schema, nil until the counter has answered once.

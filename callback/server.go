@@ -3,12 +3,14 @@ package main
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/freqcap/freqcap/shared/auth"
 	"github.com/freqcap/freqcap/shared/httpjson"
 	"github.com/freqcap/freqcap/shared/httpmetrics"
 	"github.com/freqcap/freqcap/shared/signing"
@@ -45,9 +47,15 @@ func NewServer(d deps) http.Handler {
 	return r
 }
 
-// NewAdminServer builds the internal handler: campaigns, health, metrics, pprof.
+// NewAdminServer builds the internal handler: campaigns, health, metrics,
+// pprof. With CALLBACK_ADMIN_TOKENS, the campaign API (/v1/...) takes a
+// bearer token; health, metrics and pprof stay on this loopback listener
+// without one.
 func NewAdminServer(d deps) http.Handler {
 	r := newRouter(d.httpMetrics)
+	r.Use(func(next http.Handler) http.Handler {
+		return auth.Bearer(d.settings.AdminTokens, func(path string) bool { return !strings.HasPrefix(path, "/v1/") }, next)
+	})
 	addAdminRoutes(r, d)
 	return r
 }

@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/freqcap/freqcap/shared/auth"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/signing"
 )
@@ -44,6 +45,22 @@ type Options struct {
 	// HTTPClient sends the requests; nil means a keep-alive client tuned
 	// for many small concurrent calls to one host.
 	HTTPClient *http.Client
+	// Token is the bearer token the counter requires (one of its
+	// COUNTER_AUTH_TOKENS); empty sends none.
+	Token string
+}
+
+// withToken is hc (or a new client on base when nil) sending token.
+func withToken(hc *http.Client, base http.RoundTripper, token string) *http.Client {
+	if hc == nil {
+		hc = &http.Client{Transport: base}
+	}
+	if token == "" {
+		return hc
+	}
+	c := *hc
+	c.Transport = auth.Transport(token, hc.Transport)
+	return &c
 }
 
 // Client reads counts from one counter. It is safe for concurrent use.
@@ -79,13 +96,11 @@ func New(counterURL string, opts Options) (*Client, error) {
 	if opts.RateLimit > 0 {
 		c.limiter = rate.NewLimiter(opts.RateLimit, max(opts.Burst, 1))
 	}
-	if c.http == nil {
-		c.http = &http.Client{Transport: &http.Transport{
-			MaxIdleConns:        256,
-			MaxIdleConnsPerHost: 256,
-			IdleConnTimeout:     90 * time.Second,
-		}}
-	}
+	c.http = withToken(c.http, &http.Transport{
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+	}, opts.Token)
 	return c, nil
 }
 

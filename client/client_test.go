@@ -20,6 +20,7 @@ func newClient(t *testing.T, opts client.Options) *client.Client {
 	if opts.Timeout == 0 {
 		opts.Timeout = 2 * time.Second
 	}
+	opts.Token = testToken
 	c, err := client.New(counterURL, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +75,7 @@ func TestDecideIsOneRoundTrip(t *testing.T) {
 // batchRequests reads the counter's own count of batch requests.
 func batchRequests(t *testing.T) int {
 	t.Helper()
-	resp, err := http.Get(counterURL + "/metrics")
+	resp, err := http.Get(counterOpsURL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,5 +171,18 @@ func TestNewRejectsBadURL(t *testing.T) {
 		if _, err := client.New(u, client.Options{}); err == nil {
 			t.Errorf("New(%q) accepted", u)
 		}
+	}
+}
+
+// A client without the counter's token is refused, and fails open as for
+// any other error the counter answers.
+func TestClientWithoutTheTokenIsRefused(t *testing.T) {
+	c, err := client.New(counterURL, client.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Decide(context.Background(), client.Identities{"device": "d"}, []client.Candidate{{CID: "tk", Caps: []client.Cap{{Dim: "device", Day: 1}}}})
+	if err == nil || !strings.Contains(err.Error(), "401") || !got[0].Allowed || !got[0].Degraded {
+		t.Errorf("without a token: %v, %v; want a 401 error, allowed and degraded", got, err)
 	}
 }

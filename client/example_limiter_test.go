@@ -12,7 +12,7 @@ func ExampleLimiter() {
 	// Once, at start-up. Local: learn each policy's rate from the
 	// counter's RateLimit-Policy field and stop sending what it would
 	// refuse. The policy "export" is 5 per hour (COUNTER_LIMITS_FILE).
-	l, err := client.NewLimiter(counterURL, client.LimiterOptions{Timeout: time.Second, Local: true})
+	l, err := client.NewLimiter(counterURL, client.LimiterOptions{Timeout: time.Second, Local: true, Token: testToken})
 	if err != nil {
 		panic(err)
 	}

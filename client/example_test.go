@@ -11,7 +11,12 @@ import (
 
 // count stands in for callback: it counts one win notice on the counter.
 func count(query string) {
-	resp, err := http.Post(counterURL+"/v1/incr?"+query, "", nil)
+	req, err := http.NewRequest(http.MethodPost, counterURL+"/v1/incr?"+query, nil)
+	if err != nil {
+		panic(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		panic(err)
 	}
@@ -28,7 +33,7 @@ func ExampleClient_Decide() {
 
 	// Once, at start-up. Timeout is the bidder's budget for the call (10 ms
 	// by default; more here for a loaded test machine).
-	fc, err := client.New(counterURL, client.Options{Timeout: time.Second})
+	fc, err := client.New(counterURL, client.Options{Timeout: time.Second, Token: testToken})
 	if err != nil {
 		panic(err)
 	}

@@ -33,6 +33,9 @@ type FreqOptions struct {
 	// HTTPClient sends the calls; nil means an HTTP/2 client without TLS
 	// (h2c), as gRPC inside a network speaks.
 	HTTPClient *http.Client
+	// Token is the counter's bearer token (COUNTER_AUTH_TOKENS), sent as
+	// gRPC authorization metadata; empty sends none.
+	Token string
 }
 
 // Unit is the unit of a span.
@@ -84,13 +87,10 @@ func NewFreqControl(counterURL string, opts FreqOptions) (*FreqControl, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("freqcap client: counter URL must be http(s)://host:port, got %q", counterURL)
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		var p http.Protocols
-		p.SetUnencryptedHTTP2(true)
-		p.SetHTTP2(true)
-		hc = &http.Client{Transport: &http.Transport{Protocols: &p, MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second}}
-	}
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	p.SetHTTP2(true)
+	hc := withToken(opts.HTTPClient, &http.Transport{Protocols: &p, MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second}, opts.Token)
 	c := &FreqControl{
 		rpc:          freqcapv1connect.NewFrequencyControlClient(hc, counterURL, connect.WithGRPC()),
 		readTimeout:  opts.ReadTimeout,

@@ -14,7 +14,7 @@ func ExampleFreqControl() {
 	ctx := context.Background()
 	// Once, at start-up. ReadTimeout is the caller's budget for a read
 	// (10 ms by default; more here for a loaded test machine).
-	fc, err := client.NewFreqControl(counterURL, client.FreqOptions{ReadTimeout: time.Second})
+	fc, err := client.NewFreqControl(counterURL, client.FreqOptions{ReadTimeout: time.Second, Token: testToken})
 	if err != nil {
 		panic(err)
 	}

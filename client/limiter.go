@@ -49,6 +49,9 @@ type LimiterOptions struct {
 	Local bool
 	// HTTPClient sends the checks; nil means a pooled HTTP/1.1 client.
 	HTTPClient *http.Client
+	// Token is the counter's bearer token (COUNTER_AUTH_TOKENS); empty
+	// sends none.
+	Token string
 }
 
 // Verdict is the answer to a check.
@@ -85,9 +88,7 @@ func NewLimiter(counterURL string, opts LimiterOptions) (*Limiter, error) {
 		now:      time.Now,
 		learned:  map[string]*learned{},
 	}
-	if l.hc == nil {
-		l.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}}
-	}
+	l.hc = withToken(l.hc, &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}, opts.Token)
 	if l.timeout <= 0 {
 		l.timeout = 10 * time.Millisecond
 	}

@@ -18,7 +18,7 @@ import (
 // checksSent reads how many checks of a policy reached the counter.
 func checksSent(t *testing.T, policy string) float64 {
 	t.Helper()
-	resp, err := http.Get(counterURL + "/metrics")
+	resp, err := http.Get(counterOpsURL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func checksSent(t *testing.T, policy string) float64 {
 }
 
 func TestLocalLimiterStopsSendingWhatWouldBeRefused(t *testing.T) {
-	l, err := client.NewLimiter(counterURL, client.LimiterOptions{Timeout: time.Second, Local: true})
+	l, err := client.NewLimiter(counterURL, client.LimiterOptions{Timeout: time.Second, Local: true, Token: testToken})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +75,8 @@ func TestLimiterLearnsRetryAfterFromARefusal(t *testing.T) {
 	// Two callers share the key: the second's local limiter knows nothing
 	// of the first's checks, so its first refusal comes from the counter;
 	// then it holds off until the Retry-After.
-	a, _ := client.NewLimiter(counterURL, client.LimiterOptions{Timeout: time.Second})
-	b, _ := client.NewLimiter(counterURL, client.LimiterOptions{Timeout: time.Second, Local: true})
+	a, _ := client.NewLimiter(counterURL, client.LimiterOptions{Timeout: time.Second, Token: testToken})
+	b, _ := client.NewLimiter(counterURL, client.LimiterOptions{Timeout: time.Second, Local: true, Token: testToken})
 	ctx := context.Background()
 	for range 3 {
 		if v, err := a.Allow(ctx, "api", "shared"); err != nil || !v.Allowed {
@@ -94,7 +94,7 @@ func TestLimiterLearnsRetryAfterFromARefusal(t *testing.T) {
 }
 
 func TestLimiterChecksInlineRulesAndFailsOpen(t *testing.T) {
-	l, _ := client.NewLimiter(counterURL, client.LimiterOptions{Timeout: time.Second})
+	l, _ := client.NewLimiter(counterURL, client.LimiterOptions{Timeout: time.Second, Token: testToken})
 	ctx := context.Background()
 	req := counting.LimitRequest{Key: "inline-" + strconv.FormatInt(time.Now().UnixNano(), 36), Rule: counting.Rule{Algorithm: counting.LeakyBucket, Limit: 10, Period: "1s", Capacity: 2}}
 	// The first leaves at once; the second waits its turn, 100 ms after

@@ -14,7 +14,11 @@ import (
 
 // counterURL and callbackURL are a real counter and callback over a real
 // redis-server, started for the package's tests and examples.
-var counterURL, callbackURL string
+var counterURL, counterOpsURL, callbackURL string
+
+// testToken is the bearer token the test counter requires: the client's
+// calls carry it (Options.Token), as callback's do (COUNTER_TOKEN).
+const testToken = "client-test-token-0123456789"
 
 // testPolicies are the counter's named rate-limit policies.
 const testPolicies = `
@@ -54,20 +58,20 @@ func run(m *testing.M) (int, error) {
 	if err := os.WriteFile(policies, []byte(testPolicies), 0o600); err != nil {
 		return 0, err
 	}
-	addr, public, admin := freeAddr(), freeAddr(), freeAddr()
+	addr, ops, public, admin := freeAddr(), freeAddr(), freeAddr(), freeAddr()
 	counter, err := proctest.Launch(filepath.Join(bins, "counter"), "http://"+addr+"/healthz",
-		"COUNTER_ADDR="+addr, "REDIS_URL="+redis.URL(), "LOG_FORMAT=json", "COUNTER_READ_TIMEOUT=1s", "COUNTER_LIMITS_FILE="+policies)
+		"COUNTER_ADDR="+addr, "COUNTER_OPS_ADDR="+ops, "COUNTER_AUTH_TOKENS="+testToken, "REDIS_URL="+redis.URL(), "LOG_FORMAT=json", "COUNTER_READ_TIMEOUT=1s", "COUNTER_LIMITS_FILE="+policies)
 	if err != nil {
 		return 0, err
 	}
 	defer counter.Kill()
 	callback, err := proctest.Launch(filepath.Join(bins, "callback"), "http://"+admin+"/healthz",
-		"CALLBACK_ADDR="+public, "CALLBACK_ADMIN_ADDR="+admin, "COUNTER_URL=http://"+addr, "REDIS_URL="+redis.URL(), "LOG_FORMAT=json")
+		"CALLBACK_ADDR="+public, "CALLBACK_ADMIN_ADDR="+admin, "COUNTER_URL=http://"+addr, "COUNTER_TOKEN="+testToken, "REDIS_URL="+redis.URL(), "LOG_FORMAT=json")
 	if err != nil {
 		return 0, err
 	}
 	defer callback.Kill()
-	counterURL, callbackURL = "http://"+addr, "http://"+public
+	counterURL, counterOpsURL, callbackURL = "http://"+addr, "http://"+ops, "http://"+public
 	return m.Run(), nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 	_ "time/tzdata" // COUNTER_TIMEZONE works on images without a zoneinfo database
 
+	"github.com/freqcap/freqcap/shared/auth"
 	"github.com/freqcap/freqcap/shared/config"
 	"github.com/freqcap/freqcap/shared/logging"
 )
@@ -14,6 +15,8 @@ import (
 // Config is every setting of the counter, read from the environment.
 type Config struct {
 	Addr             string        `env:"COUNTER_ADDR" envDefault:":8081" help:"listen address"`
+	OpsAddr          string        `env:"COUNTER_OPS_ADDR" envDefault:"127.0.0.1:9081" help:"ops listener: metrics, pprof, health (no token)"`
+	AuthTokens       string        `env:"COUNTER_AUTH_TOKENS" help:"bearer tokens the API requires, comma separated (several for rotation); none: no authentication"`
 	RedisURL         string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379" help:"rueidis URL redis://[user:pass@]host:port[/db] (?addr= more seed nodes; Cluster is detected)"`
 	Timezone         string        `env:"COUNTER_TIMEZONE" envDefault:"UTC" help:"IANA zone whose midnight ends the natural day"`
 	Dimensions       string        `env:"COUNTER_DIMENSIONS" envDefault:"device,bundle,tagid" help:"dimension parameter names"`
@@ -44,6 +47,8 @@ type Settings struct {
 	Dimensions []string
 	Cached     map[string]bool
 	Events     []string
+	// Tokens are the bearer tokens the API requires; none when empty.
+	Tokens []string
 	// Policies are the named rate-limit policies of COUNTER_LIMITS_FILE.
 	Policies map[string]*policy
 	// Views is the view counter's limits; perArticle says whether its
@@ -65,6 +70,9 @@ func loadSettings(environ []string) (Settings, error) {
 	s := Settings{Config: cfg, Cached: map[string]bool{}}
 	if s.Location, err = time.LoadLocation(cfg.Timezone); err != nil {
 		return s, fmt.Errorf("COUNTER_TIMEZONE: %w", err)
+	}
+	if s.Tokens, err = auth.Tokens("COUNTER_AUTH_TOKENS", cfg.AuthTokens); err != nil {
+		return s, err
 	}
 	s.Dimensions = config.List(cfg.Dimensions)
 	if len(s.Dimensions) == 0 {

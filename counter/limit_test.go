@@ -98,7 +98,7 @@ func TestLimitEndpoint(t *testing.T) {
 		_, m := call(t, "POST", base+"/v1/limit", `{"policy":"trial","key":"k"}`)
 		expect(t, m, map[string]any{"allowed": true, "shadowed": i > 0})
 	}
-	mresp, err := http.Get(base + "/metrics")
+	mresp, err := http.Get(opsURL(t, base) + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

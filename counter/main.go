@@ -76,13 +76,25 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	if err != nil {
 		return err
 	}
-	log.Info("counter listening", "addr", srv.Addr(), "timezone", s.Location.String(), "commit", buildinfo.Read().Commit)
+	ops, err := httpserver.Listen(s.OpsAddr, "COUNTER_OPS_ADDR", NewOpsServer(log, store, reg))
+	if err != nil {
+		_ = srv.Shutdown(time.Second)
+		return err
+	}
+	log.Info("counter listening", "addr", srv.Addr(), "ops", ops.Addr(), "timezone", s.Location.String(),
+		"authenticated", len(s.Tokens) > 0, "commit", buildinfo.Read().Commit)
+	if len(s.Tokens) == 0 {
+		log.Warn("COUNTER_AUTH_TOKENS is not set: the counter's API takes requests from anyone who can reach it")
+	}
 	select {
 	case err := <-srv.Err():
+		return err
+	case err := <-ops.Err():
 		return err
 	case <-ctx.Done():
 	}
 	log.Info("counter shutting down: finishing in-flight requests")
+	_ = ops.Shutdown(time.Second)
 	if err := srv.Shutdown(s.ShutdownTimeout); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

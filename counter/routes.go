@@ -40,10 +40,20 @@ func addRoutes(r chi.Router, d deps) {
 	r.Handle(mountRPC(grpchealth.NewHandler(healthChecker{d.store})))
 	r.Method(http.MethodGet, "/healthz", m.Route("/healthz", health.Live()))
 	r.Method(http.MethodGet, "/readyz", m.Route("/readyz", health.Ready(d.log, "redis", d.store.Ping)))
-	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(d.gatherer, promhttp.HandlerOpts{}))
-	r.Mount("/debug", middleware.Profiler())
 	r.NotFound(m.Route("unmatched", http.HandlerFunc(httpjson.NotFound)).ServeHTTP)
 	r.MethodNotAllowed(m.Route("unmatched", http.HandlerFunc(httpjson.MethodNotAllowed)).ServeHTTP)
+}
+
+// addOpsRoutes is the ops listener (COUNTER_OPS_ADDR, loopback by
+// default): metrics and profiles, which say much about the traffic and
+// cost CPU, away from the API, and health for probes.
+func addOpsRoutes(r chi.Router, d deps) {
+	r.Method(http.MethodGet, "/healthz", health.Live())
+	r.Method(http.MethodGet, "/readyz", health.Ready(d.log, "redis", d.store.Ping))
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(d.gatherer, promhttp.HandlerOpts{}))
+	r.Mount("/debug", middleware.Profiler())
+	r.NotFound(http.HandlerFunc(httpjson.NotFound).ServeHTTP)
+	r.MethodNotAllowed(http.HandlerFunc(httpjson.MethodNotAllowed).ServeHTTP)
 }
 
 // mountRPC turns a Connect handler's path prefix into a chi pattern.

@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/freqcap/freqcap/shared/auth"
 	"github.com/freqcap/freqcap/shared/httpmetrics"
 )
 
@@ -46,6 +47,19 @@ func NewServer(log *slog.Logger, s Settings, store *Store, reg *prometheus.Regis
 	}
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
+	// With COUNTER_AUTH_TOKENS, every route but the health checks takes a
+	// bearer token.
+	r.Use(func(next http.Handler) http.Handler {
+		return auth.Bearer(s.Tokens, func(path string) bool { return path == "/healthz" || path == "/readyz" }, next)
+	})
 	addRoutes(r, d)
+	return r
+}
+
+// NewOpsServer builds the ops listener's handler: metrics, pprof, health.
+func NewOpsServer(log *slog.Logger, store *Store, reg *prometheus.Registry) http.Handler {
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+	addOpsRoutes(r, deps{log: log, store: store, gatherer: reg})
 	return r
 }

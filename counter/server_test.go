@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,7 +25,8 @@ import (
 func startCounter(t *testing.T, redisURL string, kv ...string) string {
 	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-	env := append([]string{"COUNTER_ADDR=" + addr, "REDIS_URL=" + redisURL, "LOG_FORMAT=json", "COUNTER_READ_TIMEOUT=2s"}, kv...)
+	ops := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	env := append([]string{"COUNTER_ADDR=" + addr, "COUNTER_OPS_ADDR=" + ops, "REDIS_URL=" + redisURL, "LOG_FORMAT=json", "COUNTER_READ_TIMEOUT=2s"}, kv...)
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &proctest.Buffer{}
 	done := make(chan error, 1)
@@ -40,7 +42,21 @@ func startCounter(t *testing.T, redisURL string, kv ...string) string {
 	})
 	base := "http://" + addr
 	waitHealthy(t, base, done)
+	opsURLs.Store(base, "http://"+ops)
 	return base
+}
+
+// opsURLs maps a counter started by startCounter to its ops listener.
+var opsURLs sync.Map
+
+// opsURL is the ops listener (metrics, pprof) of the counter at base.
+func opsURL(t *testing.T, base string) string {
+	t.Helper()
+	u, ok := opsURLs.Load(base)
+	if !ok {
+		t.Fatalf("no ops listener known for %s", base)
+	}
+	return u.(string)
 }
 
 // waitHealthy waits for base to answer /healthz; done (buffered) gets the
@@ -282,7 +298,7 @@ func TestHTTPReadDegradesWriteFails(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	resp, err := http.Get(base + "/metrics")
+	resp, err := http.Get(opsURL(t, base) + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +352,7 @@ func TestProcess(t *testing.T) {
 	srv := redistest.Start(t)
 	addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "FREQCAP_COUNTER_MAIN=1", "COUNTER_ADDR="+addr, "REDIS_URL="+srv.URL(),
+	cmd.Env = append(os.Environ(), "FREQCAP_COUNTER_MAIN=1", "COUNTER_ADDR="+addr, "COUNTER_OPS_ADDR=127.0.0.1:0", "REDIS_URL="+srv.URL(),
 		"COUNTER_READ_TIMEOUT=3s", "LOG_FORMAT=json")
 	logs := &proctest.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -489,5 +505,61 @@ func TestHTTPSchemaIsWhatWritesAreCheckedAgainst(t *testing.T) {
 	}
 	if code, _ := call(t, "POST", base+"/v1/incr?cid=1&region=eu&windowHours=49", ""); code != 400 {
 		t.Errorf("windowHours beyond maxWindowHours: %d, want 400", code)
+	}
+}
+
+// With COUNTER_AUTH_TOKENS the API takes a bearer token (either of two,
+// during a rotation); health checks and the ops listener need none.
+func TestAPIRequiresABearerToken(t *testing.T) {
+	srv := redistest.Start(t)
+	base := startCounter(t, srv.URL(), "COUNTER_AUTH_TOKENS=old-token-0123456789, new-token-0123456789")
+	do := func(method, url, token, body string) (int, http.Header) {
+		t.Helper()
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header
+	}
+	read := base + "/v1/freq?cid=1&device=d"
+	rpc := base + "/freqcap.v1.FrequencyControl/GetFreq"
+	for _, tt := range []struct {
+		method, url, token, body string
+		want                     int
+	}{
+		{"GET", read, "", "", 401},
+		{"GET", read, "wrong-token-0123456789", "", 401},
+		{"GET", read, "old-token-0123456789", "", 200},
+		{"GET", read, "new-token-0123456789", "", 200},
+		{"POST", base + "/v1/incr?cid=1&device=d", "", "", 401},
+		{"POST", rpc, "", `{"business_id":1,"key":"k"}`, 401},
+		{"POST", rpc, "new-token-0123456789", `{"business_id":1,"key":"k"}`, 200},
+		{"GET", base + "/healthz", "", "", 200},
+		{"GET", base + "/readyz", "", "", 200},
+		{"GET", base + "/metrics", "new-token-0123456789", "", 404},
+		{"GET", base + "/debug/pprof/", "new-token-0123456789", "", 404},
+		{"GET", opsURL(t, base) + "/metrics", "", "", 200},
+		{"GET", opsURL(t, base) + "/debug/pprof/", "", "", 200},
+	} {
+		code, h := do(tt.method, tt.url, tt.token, tt.body)
+		if code != tt.want {
+			t.Errorf("%s %s with token %q: %d, want %d", tt.method, tt.url, tt.token, code, tt.want)
+		}
+		if code == 401 && !strings.HasPrefix(h.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("%s: 401 without WWW-Authenticate", tt.url)
+		}
+	}
+	rc := newClient(t, srv.URL())
+	if n := rawInt(t, rc, "DBSIZE"); n != 0 {
+		t.Errorf("unauthenticated requests wrote %d keys", n)
 	}
 }

@@ -5,7 +5,7 @@
 // It checks that every port it needs is free before it starts anything,
 // that what answers on each is its own child, and stops everything (exit
 // status 1) when a child exits on its own. The addresses are the services'
-// own variables: COUNTER_ADDR, CALLBACK_ADDR, CALLBACK_ADMIN_ADDR, and
+// own variables: COUNTER_ADDR, COUNTER_OPS_ADDR, CALLBACK_ADDR, CALLBACK_ADMIN_ADDR, and
 // REDIS_URL for a Redis it does not start (STACK_REDIS_ADDR for the one it
 // does).
 package main
@@ -45,7 +45,7 @@ func main() {
 
 // addrs are where the stack's processes listen.
 type addrs struct {
-	redis, counter, callback, admin string
+	redis, counter, counterOps, callback, admin string
 }
 
 func loadAddrs(getenv func(string) string) addrs {
@@ -56,10 +56,11 @@ func loadAddrs(getenv func(string) string) addrs {
 		return def
 	}
 	return addrs{
-		redis:    or("STACK_REDIS_ADDR", "127.0.0.1:6379"),
-		counter:  or("COUNTER_ADDR", "127.0.0.1:8081"),
-		callback: or("CALLBACK_ADDR", "127.0.0.1:8080"),
-		admin:    or("CALLBACK_ADMIN_ADDR", "127.0.0.1:9080"),
+		redis:      or("STACK_REDIS_ADDR", "127.0.0.1:6379"),
+		counter:    or("COUNTER_ADDR", "127.0.0.1:8081"),
+		counterOps: or("COUNTER_OPS_ADDR", "127.0.0.1:9081"),
+		callback:   or("CALLBACK_ADDR", "127.0.0.1:8080"),
+		admin:      or("CALLBACK_ADMIN_ADDR", "127.0.0.1:9080"),
 	}
 }
 
@@ -115,7 +116,7 @@ func run(ctx context.Context, out io.Writer, getenv func(string) string) error {
 	redisURL := getenv("REDIS_URL")
 	// Every port first: nothing is started, and nothing written into
 	// somebody else's Redis, when one is taken.
-	ports := [][2]string{{a.counter, "COUNTER_ADDR"}, {a.callback, "CALLBACK_ADDR"}, {a.admin, "CALLBACK_ADMIN_ADDR"}}
+	ports := [][2]string{{a.counter, "COUNTER_ADDR"}, {a.counterOps, "COUNTER_OPS_ADDR"}, {a.callback, "CALLBACK_ADDR"}, {a.admin, "CALLBACK_ADMIN_ADDR"}}
 	if redisURL == "" {
 		ports = append([][2]string{{a.redis, "STACK_REDIS_ADDR"}}, ports...)
 	}
@@ -156,7 +157,7 @@ func run(ctx context.Context, out io.Writer, getenv func(string) string) error {
 		name, health string
 		env          []string
 	}{
-		{"counter", "http://" + a.counter + "/healthz", []string{"COUNTER_ADDR=" + a.counter, "REDIS_URL=" + redisURL, "COUNTER_LIMITS_FILE=dev/limits.yaml"}},
+		{"counter", "http://" + a.counter + "/healthz", []string{"COUNTER_ADDR=" + a.counter, "COUNTER_OPS_ADDR=" + a.counterOps, "REDIS_URL=" + redisURL, "COUNTER_LIMITS_FILE=dev/limits.yaml"}},
 		{"callback", "http://" + a.admin + "/healthz", []string{
 			"CALLBACK_ADDR=" + a.callback, "CALLBACK_ADMIN_ADDR=" + a.admin, "COUNTER_URL=http://" + a.counter,
 			"REDIS_URL=" + redisURL, "CALLBACK_CAMPAIGNS_FILE=dev/campaigns.json",
@@ -347,9 +348,10 @@ func printTry(out io.Writer, a addrs) {
 	if err != nil {
 		panic(err) // the arguments above are constants
 	}
-	r := strings.NewReplacer("{callback}", a.callback, "{admin}", a.admin, "{counter}", a.counter, "{signedWin}", n.Win+"&price=0.42")
+	r := strings.NewReplacer("{callback}", a.callback, "{admin}", a.admin, "{counter}", a.counter, "{ops}", a.counterOps, "{signedWin}", n.Win+"&price=0.42")
 	fmt.Fprint(out, r.Replace(`
-freqcap is up: callback on {callback} (admin {admin}), counter on {counter}; campaigns from dev/campaigns.json
+freqcap is up: callback on {callback} (admin {admin}), counter on {counter} (metrics, pprof on {ops});
+campaigns from dev/campaigns.json
 (42: winLimitHours 3, 43: 24, 44: 0). Try:
 
   # an exchange's win notice (nurl), signed with the development key "dev" (valid for an hour; the

@@ -64,10 +64,10 @@ func (l *launched) logs() string {
 func launch(t *testing.T, dir string, env ...string) *launched {
 	t.Helper()
 	port := func() string { return fmt.Sprintf("127.0.0.1:%d", redistest.FreePort(t)) }
-	l := &launched{a: addrs{redis: port(), counter: port(), callback: port(), admin: port()}, done: make(chan error, 1)}
+	l := &launched{a: addrs{redis: port(), counter: port(), counterOps: port(), callback: port(), admin: port()}, done: make(chan error, 1)}
 	l.cmd = exec.Command(filepath.Join(dir, "bin", "stack"))
 	l.cmd.Dir = dir
-	l.cmd.Env = append(os.Environ(), append([]string{"STACK_REDIS_ADDR=" + l.a.redis, "COUNTER_ADDR=" + l.a.counter,
+	l.cmd.Env = append(os.Environ(), append([]string{"STACK_REDIS_ADDR=" + l.a.redis, "COUNTER_ADDR=" + l.a.counter, "COUNTER_OPS_ADDR=" + l.a.counterOps,
 		"CALLBACK_ADDR=" + l.a.callback, "CALLBACK_ADMIN_ADDR=" + l.a.admin, "REDIS_URL="}, env...)...)
 	pr, pw := io.Pipe()
 	l.cmd.Stdout, l.cmd.Stderr = pw, pw
@@ -161,7 +161,7 @@ func TestStackRunsCountsAndStopsCleanly(t *testing.T) {
 	if code := l.wait(t); code != 0 {
 		t.Fatalf("stack exited %d after SIGINT, want 0", code)
 	}
-	for _, addr := range []string{l.a.redis, l.a.counter, l.a.callback, l.a.admin} {
+	for _, addr := range []string{l.a.redis, l.a.counter, l.a.counterOps, l.a.callback, l.a.admin} {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
 			t.Errorf("%s still listening after the stack stopped", addr)
@@ -262,7 +262,7 @@ var refusedWith = regexp.MustCompile(`(?:(?:with|answers|is a) |\()(40[034])\b`)
 // running it top to bottom would, and checks that what each title says
 // is what happens.
 func runAPIHTTP(t *testing.T, a addrs) {
-	vars := map[string]string{"counter": "http://" + a.counter, "callback": "http://" + a.callback, "admin": "http://" + a.admin}
+	vars := map[string]string{"counter": "http://" + a.counter, "counterOps": "http://" + a.counterOps, "callback": "http://" + a.callback, "admin": "http://" + a.admin}
 	reqs := parseAPIHTTP(t, filepath.Join("..", "..", "api.http"), vars)
 	if len(reqs) < 40 {
 		t.Fatalf("api.http: only %d requests parsed", len(reqs))
