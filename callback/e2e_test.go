@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/freqcap/freqcap/client"
 	"github.com/freqcap/freqcap/shared/proctest"
@@ -54,6 +57,15 @@ type stack struct {
 	counterAddr string
 	public      string
 	admin       string
+	// redisURL, when set, is the services' REDIS_URL (credentials).
+	redisURL string
+}
+
+func (s *stack) url() string {
+	if s.redisURL != "" {
+		return s.redisURL
+	}
+	return s.redis.URL()
 }
 
 func newRedisClient(t *testing.T, srv *redistest.Server) rueidis.Client {
@@ -81,14 +93,14 @@ func startStack(t *testing.T, callbackEnv ...string) *stack {
 func (s *stack) startCounter(env ...string) {
 	s.t.Helper()
 	s.counter = proctest.Start(s.t, filepath.Join(bins, "counter"), "http://"+s.counterAddr+"/healthz",
-		append([]string{"COUNTER_ADDR=" + s.counterAddr, "COUNTER_OPS_ADDR=127.0.0.1:" + strconv.Itoa(redistest.FreePort(s.t)), "REDIS_URL=" + s.redis.URL(), "LOG_FORMAT=json", "COUNTER_WRITE_TIMEOUT=500ms", "COUNTER_READ_TIMEOUT=2s"}, env...)...)
+		append([]string{"COUNTER_ADDR=" + s.counterAddr, "COUNTER_OPS_ADDR=127.0.0.1:" + strconv.Itoa(redistest.FreePort(s.t)), "REDIS_URL=" + s.url(), "LOG_FORMAT=json", "COUNTER_WRITE_TIMEOUT=500ms", "COUNTER_READ_TIMEOUT=2s"}, env...)...)
 }
 
 func (s *stack) startCallback(env ...string) *proctest.Proc {
 	s.t.Helper()
 	return proctest.Start(s.t, filepath.Join(bins, "callback"), "http://"+s.admin+"/healthz",
 		append([]string{"CALLBACK_ADDR=" + s.public, "CALLBACK_ADMIN_ADDR=" + s.admin, "COUNTER_URL=http://" + s.counterAddr,
-			"REDIS_URL=" + s.redis.URL(), "LOG_FORMAT=json", "CALLBACK_RETRY_MAX=200ms"}, env...)...)
+			"REDIS_URL=" + s.url(), "LOG_FORMAT=json", "CALLBACK_RETRY_MAX=200ms"}, env...)...)
 }
 
 func (s *stack) do(method, url, body string) (int, http.Header, string) {
@@ -270,9 +282,15 @@ func TestEndToEnd(t *testing.T) {
 // waitMetric waits until callback's /metrics holds the line want.
 func (s *stack) waitMetric(want string, within time.Duration) {
 	s.t.Helper()
+	s.waitMetricAt("http://"+s.admin+"/metrics", want, within)
+}
+
+// waitMetricAt waits until the metrics at url hold the line want.
+func (s *stack) waitMetricAt(url, want string, within time.Duration) {
+	s.t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		_, _, body := s.do("GET", "http://"+s.admin+"/metrics", "")
+		_, _, body := s.do("GET", url, "")
 		if strings.Contains(body, want+"\n") {
 			return
 		}
@@ -875,5 +893,75 @@ func TestServicesAuthenticate(t *testing.T) {
 	}
 	if code := withToken("GET", admin+"/v1/campaigns/au/counts?device=d", adminToken, ""); code != 200 {
 		t.Errorf("counts through the admin API (callback's token to the counter): %d", code)
+	}
+}
+
+// composeRedisArgs are the redis-server arguments of compose.yaml's redis
+// service, with each ${VAR:-default} at its default.
+func composeRedisArgs(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Services map[string]struct {
+			Command []string `json:"command"`
+		} `json:"services"`
+	}
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	cmd := c.Services["redis"].Command
+	if len(cmd) < 2 || cmd[0] != "redis-server" {
+		t.Fatalf("compose's redis command: %q", cmd)
+	}
+	def := regexp.MustCompile(`\$\{[A-Z_]+:-([^}]*)\}`)
+	args := make([]string, len(cmd)-1)
+	for i, a := range cmd[1:] {
+		args[i] = def.ReplaceAllString(a, "$1")
+	}
+	return args
+}
+
+// Redis as compose runs it (AOF, maxmemory with noeviction, no default
+// user, one ACL user): both services work through its credentials, the
+// client-side cache included, and the counter reports the memory limit.
+func TestServicesRunOnComposesRedis(t *testing.T) {
+	args := composeRedisArgs(t)
+	s := &stack{t: t, redis: redistest.StartWith(t, args...)}
+	s.redisURL = "redis://freqcap:freqcap-dev-password@" + s.redis.Addr
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.redis.Addr}, Username: "freqcap", Password: "freqcap-dev-password"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	s.rc = c
+	if _, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.redis.Addr}, DisableCache: true}); err == nil {
+		t.Error("compose's Redis answered a client without credentials")
+	}
+	s.counterAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	ops := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.counter = proctest.Start(t, filepath.Join(bins, "counter"), "http://"+s.counterAddr+"/healthz",
+		"COUNTER_ADDR="+s.counterAddr, "COUNTER_OPS_ADDR="+ops, "REDIS_URL="+s.url(), "LOG_FORMAT=json")
+	s.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.callback = s.startCallback()
+	if code, _, body := s.do("PUT", "http://"+s.admin+"/v1/campaigns/cz", `{"winLimitHours":2}`); code != 200 {
+		t.Fatalf("PUT campaign: %d %s", code, body)
+	}
+	if code, _, _ := s.do("GET", "http://"+s.public+"/win?cid=cz&device=d&bundle=com.cz&eid=cz-1", ""); code != 204 {
+		t.Fatalf("notice: %d", code)
+	}
+	s.waitKey("freq:{win:bundle:cz:com.cz}", 1, 10*time.Second)
+	for range 2 { // the bundle is read through client-side caching
+		code, _, body := s.do("GET", "http://"+s.counterAddr+"/v1/freq?cid=cz&bundle=com.cz&windowHours=2", "")
+		if code != 200 || !strings.Contains(body, `"day":1`) || strings.Contains(body, `"degraded":true`) {
+			t.Fatalf("read: %d %s", code, body)
+		}
+	}
+	s.waitMetricAt("http://"+ops+"/metrics", "freqcap_counter_redis_memory_max_bytes 1.073741824e+09", 5*time.Second)
+	if out := s.counter.Logs() + s.callback.Logs(); strings.Contains(out, "NOPERM") {
+		t.Errorf("a command was refused by the ACL:\n%s", out)
 	}
 }

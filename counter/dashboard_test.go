@@ -16,6 +16,7 @@ func TestDashboardPlotsOnlyMetricsTheCounterExports(t *testing.T) {
 	newMetrics(rec)
 	httpmetrics.New(rec, "counter")
 	buildinfo.Register(rec, "counter")
+	rec.MustRegister(&redisMemory{})
 	used, err := promcheck.DashboardMetrics("../dev/observability/grafana/dashboards/freqcap.json")
 	if err != nil {
 		t.Fatal(err)

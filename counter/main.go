@@ -70,6 +70,7 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	buildinfo.Register(reg, "counter")
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	store := newStore(rdb, reach, s, newMetrics(reg), time.Now)
+	reg.MustRegister(&redisMemory{rdb: rdb})
 	defer store.Close()
 
 	srv, err := httpserver.Listen(s.Addr, "COUNTER_ADDR", NewServer(log, s, store, reg))

@@ -1,6 +1,14 @@
 package main
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/rueidis"
+)
 
 // metrics are the counter's own series; HTTP request metrics come from
 // shared/httpmetrics.
@@ -42,4 +50,44 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	reg.MustRegister(m.degradedReads, m.cacheHits, m.cacheMisses, m.redisErrors, m.duplicates, m.limitChecks)
 	return m
+}
+
+// redisMemory reports Redis's memory against its maxmemory at each scrape
+// (INFO memory, 1 s at most): with noeviction, writes fail once the limit
+// is reached, so an alert on the ratio comes first.
+type redisMemory struct{ rdb rueidis.Client }
+
+var (
+	redisUsedDesc = prometheus.NewDesc("freqcap_counter_redis_memory_used_bytes", "Redis used_memory (INFO memory), read at scrape.", nil, nil)
+	redisMaxDesc  = prometheus.NewDesc("freqcap_counter_redis_memory_max_bytes", "Redis maxmemory (0: no limit), read at scrape.", nil, nil)
+)
+
+func (c *redisMemory) Describe(ch chan<- *prometheus.Desc) {
+	ch <- redisUsedDesc
+	ch <- redisMaxDesc
+}
+
+func (c *redisMemory) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	info, err := c.rdb.Do(ctx, c.rdb.B().Info().Section("memory").Build()).ToString()
+	if err != nil {
+		return // no sample: the scrape shows Redis unreachable through redis_errors and readyz
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		name, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "used_memory":
+			ch <- prometheus.MustNewConstMetric(redisUsedDesc, prometheus.GaugeValue, n)
+		case "maxmemory":
+			ch <- prometheus.MustNewConstMetric(redisMaxDesc, prometheus.GaugeValue, n)
+		}
+	}
 }

@@ -21,14 +21,19 @@ type Server struct {
 	Addr string
 	dir  string
 	port int
+	args []string // given to StartWith, after the defaults
 	cmd  *exec.Cmd
 }
 
 // Start launches redis-server on a free loopback port, waits until it
 // answers, and stops it when the test ends.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB) *Server { return StartWith(t) }
+
+// StartWith is Start with more redis-server arguments after the defaults
+// (a later --option wins), e.g. the ACL and limits of a deployment.
+func StartWith(t testing.TB, args ...string) *Server {
 	t.Helper()
-	s, err := launch(t, t.TempDir())
+	s, err := launch(t, t.TempDir(), args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,14 +68,14 @@ func (s *Server) Close() {
 	os.RemoveAll(s.dir)
 }
 
-func launch(t testing.TB, dir string) (*Server, error) {
+func launch(t testing.TB, dir string, args ...string) (*Server, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("find a free port: %w", err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	s := &Server{t: t, dir: dir, port: port, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	s := &Server{t: t, dir: dir, port: port, args: args, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 	return s, s.start()
 }
 
@@ -82,10 +87,10 @@ func (s *Server) start() error {
 	if err != nil {
 		return fmt.Errorf("redis-server not found in PATH: install it (Debian: apt-get install -y redis-server; macOS: brew install redis): %w", err)
 	}
-	s.cmd = exec.Command(bin,
+	s.cmd = exec.Command(bin, append([]string{
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--dir", s.dir, "--save", "", "--appendonly", "no",
-		"--daemonize", "no", "--loglevel", "warning")
+		"--daemonize", "no", "--loglevel", "warning"}, s.args...)...)
 	logf, err := os.OpenFile(filepath.Join(s.dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("redis log: %w", err)
