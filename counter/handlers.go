@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -107,10 +109,36 @@ func handleFreq(log *slog.Logger, p *parser, store seed000, deg *degrader) http.
 // unknown fields and anything after the object. goccy/go-json decodes the
 // bidder's batch in half the time of encoding/json (BenchmarkDecodeBatch),
 // with the same semantics.
+//
+// A body larger than smallBody (or of unknown length) is decoded only in
+// one of decodeSlots: decoding a large body costs a few times its size in
+// memory, so the slots bound what parallel large batches can take (60
+// parallel bodies at the old 8 MB limit took the counter to 2 GB). One
+// that waits longer than slotWait is answered 503, to be sent again.
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any, shape string) error {
+	if r.ContentLength < 0 || r.ContentLength > smallBody {
+		if r.ContentLength > limit {
+			return apierr.Invalid("body over %d bytes (%s): %d sent", limit, shape, r.ContentLength)
+		}
+		t := time.NewTimer(slotWait)
+		select {
+		case decodeSlots <- struct{}{}:
+			t.Stop()
+			defer func() { <-decodeSlots }()
+		case <-t.C:
+			return apierr.Unavailablef("busy decoding other large bodies: send again")
+		case <-r.Context().Done():
+			t.Stop()
+			return apierr.Unavailablef("gone while waiting to decode: %v", r.Context().Err())
+		}
+	}
 	dec := gojson.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return apierr.Invalid("body over %d bytes (%s)", limit, shape)
+		}
 		return apierr.Invalid("body must be JSON %s: %s", shape, err)
 	}
 	// Only whitespace may follow the object: "{...}}" or "{...} [" is not
@@ -125,14 +153,25 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any, shap
 	return nil
 }
 
-// maxBatchBody bounds the JSON a batch may send: a full batch of the largest
-// items fits many times over.
-const maxBatchBody = 8 << 20
+// batchBody bounds the JSON of a batch of maxItems: 1 KiB an item, where
+// the largest valid item (three 128-byte ids, ten windows, an eid) is
+// under 700 bytes; 1 MiB for the default COUNTER_MAX_BATCH of 1000.
+func batchBody(maxItems int) int64 { return int64(maxItems) << 10 }
+
+// smallBody is the size up to which a body is decoded without a slot.
+const smallBody = 64 << 10
+
+// decodeSlots bound how many large bodies are decoded at once: decoding is
+// CPU-bound, so more than the cores can run adds memory, not throughput.
+var decodeSlots = make(chan struct{}, max(4, 2*runtime.GOMAXPROCS(0)))
+
+// slotWait is how long a large body waits for a decode slot.
+const slotWait = time.Second
 
 // decodeBatch decodes a batch body {"items":[...]} into v and checks that
 // it holds 1 to maxItems items (count reads them from v).
 func decodeBatch(w http.ResponseWriter, r *http.Request, v any, count func() int, maxItems int) error {
-	if err := decodeBody(w, r, maxBatchBody, v, `{"items":[...]}`); err != nil {
+	if err := decodeBody(w, r, batchBody(maxItems), v, `{"items":[...]}`); err != nil {
 		return err
 	}
 	if n := count(); n == 0 || n > maxItems {

@@ -114,7 +114,7 @@ func handleLimit(l *limiter) http.Handler {
 func handleLimitBatch(l *limiter, maxChecks int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req counting.LimitBatch
-		if err := decodeBody(w, r, maxBatchBody, &req, `{"checks":[...]}`); err != nil {
+		if err := decodeBody(w, r, batchBody(maxChecks), &req, `{"checks":[...]}`); err != nil {
 			httpjson.Error(w, r, l.log, err)
 			return
 		}

@@ -73,7 +73,7 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	reg.MustRegister(&redisMemory{rdb: rdb})
 	defer store.Close()
 
-	srv, err := httpserver.Listen(s.Addr, "COUNTER_ADDR", NewServer(log, s, store, reg))
+	srv, err := httpserver.ListenWith(s.Addr, "COUNTER_ADDR", NewServer(log, s, store, reg), httpserver.API)
 	if err != nil {
 		return err
 	}

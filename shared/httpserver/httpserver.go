@@ -34,6 +34,12 @@ type Limits struct {
 // 60 s CPU profile from /debug/pprof.
 var Internal = Limits{ReadTimeout: 15 * time.Second, WriteTimeout: 70 * time.Second, MaxHeaderBytes: 64 << 10}
 
+// API are the limits of an internal API without profiles (the counter's
+// API port): a request, a batch of the largest size included, is read and
+// answered in well under these; a client that stops reading its answer is
+// cut off by WriteTimeout.
+var API = Limits{ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+
 // Public are the limits of the listener exchanges call: a notice is a
 // small request answered at once.
 var Public = Limits{ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, MaxHeaderBytes: 16 << 10}
