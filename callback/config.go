@@ -23,6 +23,8 @@ type Config struct {
 	SigningKeys     string        `env:"CALLBACK_SIGNING_KEYS" help:"kid:base64secret,... notice URLs must be signed with (several for rotation); none: notices are unauthenticated"`
 	MaxNoticeAge    time.Duration `env:"CALLBACK_MAX_NOTICE_AGE" envDefault:"24h" help:"how far ahead a signed notice's exp may be"`
 	UnknownCamps    string        `env:"CALLBACK_UNKNOWN_CAMPAIGNS" help:"refuse or count notices of campaigns the admin API does not know (default: refuse with signing keys, else count)"`
+	SourceLimit     string        `env:"CALLBACK_SOURCE_LIMIT" help:"most notices one client IP may send this instance, <n>/<period> (e.g. 5000/1s); none: no limit"`
+	TrustedProxies  string        `env:"CALLBACK_TRUSTED_PROXIES" help:"CIDRs of proxies whose X-Forwarded-For names the client, comma separated"`
 	CampaignsFile   string        `env:"CALLBACK_CAMPAIGNS_FILE" help:"JSON campaigns seeded at start-up (only those Redis does not have)"`
 	CampaignTTL     time.Duration `env:"CALLBACK_CAMPAIGN_CACHE_TTL" envDefault:"1m" help:"longest a cached campaign lives (Redis invalidates it at once on change)"`
 	JournalMax      int           `env:"CALLBACK_JOURNAL_MAX" envDefault:"1000000" help:"most undelivered notices in the journal before 503"`
@@ -52,6 +54,8 @@ type Settings struct {
 	RefuseUnknown bool
 	// AdminTokens are the bearer tokens of the admin API; none when empty.
 	AdminTokens []string
+	// Sources limits notices per client IP; nil for no limit.
+	Sources *sourceLimit
 }
 
 func loadSettings(environ []string) (Settings, error) {
@@ -74,6 +78,9 @@ func loadSettings(environ []string) (Settings, error) {
 		}
 	}
 	if s.AdminTokens, err = auth.Tokens("CALLBACK_ADMIN_TOKENS", cfg.AdminTokenList); err != nil {
+		return s, err
+	}
+	if s.Sources, err = parseSourceLimit(cfg.SourceLimit, cfg.TrustedProxies); err != nil {
 		return s, err
 	}
 	if cfg.SigningKeys != "" {

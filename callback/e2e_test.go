@@ -965,3 +965,23 @@ func TestServicesRunOnComposesRedis(t *testing.T) {
 		t.Errorf("a command was refused by the ACL:\n%s", out)
 	}
 }
+
+// One source cannot push more than CALLBACK_SOURCE_LIMIT: past it, 429
+// with Retry-After, and nothing of the refused notices is counted.
+func TestPublicPortLimitsEachSource(t *testing.T) {
+	s := startStack(t, "CALLBACK_SOURCE_LIMIT=20/1m")
+	got := map[int]int{}
+	retryAfter := ""
+	for i := range 30 {
+		code, h, _ := s.do("GET", fmt.Sprintf("http://%s/win?cid=src&device=d&eid=s%d", s.public, i), "")
+		got[code]++
+		if code == 429 {
+			retryAfter = h.Get("Retry-After")
+		}
+	}
+	if got[204] != 20 || got[429] != 10 || retryAfter == "" {
+		t.Fatalf("30 notices against 20/1m: %v, Retry-After %q; want 20 accepted, 10 refused with Retry-After", got, retryAfter)
+	}
+	s.waitKey("freq:{win:device:src:d}", 20, 10*time.Second)
+	s.waitMetric(`freqcap_callback_notices_rejected_total{event="win",reason="source_limit"} 10`, 5*time.Second)
+}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -123,6 +125,15 @@ func handleNotice(d deps, event string, asPixel bool) http.Handler {
 			m.rejected.WithLabelValues(event, "draining").Inc()
 			unavailable(w, "shutting down, send again")
 			return
+		}
+		if src := d.settings.Sources; src != nil {
+			if ok, wait := src.allow(r); !ok {
+				m.rejected.WithLabelValues(event, "source_limit").Inc()
+				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+				httpjson.Write(w, http.StatusTooManyRequests, httpjson.Body{Code: apierr.Unavailable,
+					Msg: "too many notices from this source (CALLBACK_SOURCE_LIMIT): send again after Retry-After"})
+				return
+			}
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxNoticeBody)
 		var form url.Values
