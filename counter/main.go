@@ -30,6 +30,13 @@ func main() {
 		// often buys throughput for a few MB. GOGC still overrides.
 		debug.SetGCPercent(400)
 	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// GOGC 400 lets the heap grow to five times what is live: under
+		// many large batches at once that was gigabytes. Near this soft
+		// limit the GC collects as often as it must instead. GOMEMLIMIT
+		// still overrides.
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Environ(), os.Stdout); err != nil {
@@ -37,6 +44,10 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// defaultMemoryLimit is the counter's soft memory limit unless GOMEMLIMIT
+// says otherwise.
+const defaultMemoryLimit = 256 << 20
 
 func run(ctx context.Context, args []string, environ []string, stdout io.Writer) error {
 	usage := func(w io.Writer) {
