@@ -30,6 +30,8 @@ type Config struct {
 	CacheTTL         time.Duration `env:"COUNTER_CACHE_TTL" envDefault:"10s" help:"longest a cached count lives (Redis invalidates it at once on change)"`
 	ReadTimeout      time.Duration `env:"COUNTER_READ_TIMEOUT" envDefault:"5ms" help:"hard deadline of every read and rate-limit check"`
 	WriteTimeout     time.Duration `env:"COUNTER_WRITE_TIMEOUT" envDefault:"1s" help:"deadline of a write"`
+	StaleMax         time.Duration `env:"COUNTER_STALE_MAX" envDefault:"60s" help:"how old a last-known value may be to answer a read Redis cannot serve in time (0: answer 0, degraded)"`
+	StaleCacheMB     int           `env:"COUNTER_STALE_CACHE_MB" envDefault:"64" help:"memory for last-known values, in MiB"`
 	DedupeTTL        time.Duration `env:"COUNTER_DEDUPE_TTL" envDefault:"10m" help:"how long an eid is remembered, from the last write that counted it"`
 	FlushDelay       time.Duration `env:"COUNTER_REDIS_FLUSH_DELAY" envDefault:"50us" help:"how long rueidis may hold a write so concurrent commands share it (0..1ms)"`
 	ShutdownTimeout  time.Duration `env:"COUNTER_SHUTDOWN_TIMEOUT" envDefault:"10s" help:"how long SIGTERM waits for in-flight requests"`
@@ -119,6 +121,10 @@ func loadSettings(environ []string) (Settings, error) {
 		return s, fmt.Errorf("COUNTER_REDIS_FLUSH_DELAY: must be between 0 and 1ms, got %s", cfg.FlushDelay)
 	case cfg.DedupeTTL <= 0:
 		return s, fmt.Errorf("COUNTER_DEDUPE_TTL: must be positive, got %s", cfg.DedupeTTL)
+	case cfg.StaleMax < 0:
+		return s, fmt.Errorf("COUNTER_STALE_MAX: must be 0 or more, got %s", cfg.StaleMax)
+	case cfg.StaleCacheMB < 1 || cfg.StaleCacheMB > 1<<16:
+		return s, fmt.Errorf("COUNTER_STALE_CACHE_MB: must be between 1 and 65536, got %d", cfg.StaleCacheMB)
 	}
 	if s.Policies, err = loadPolicies(cfg.LimitsFile, newLimits(s)); err != nil {
 		return s, fmt.Errorf("COUNTER_LIMITS_FILE: %w", err)

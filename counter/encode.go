@@ -91,6 +91,10 @@ func (a *answer) appendJSON(b []byte) []byte {
 	if a.read {
 		b = append(b, `,"degraded":`...)
 		b = strconv.AppendBool(b, a.degraded)
+		if a.res.Stale && !a.degraded {
+			b = append(b, `,"stale":true,"ageMs":`...)
+			b = strconv.AppendInt(b, a.res.AgeMs, 10)
+		}
 	}
 	if a.duplicate {
 		b = append(b, `,"duplicate":true`...)

@@ -128,6 +128,7 @@ func newStore(rdb rueidis.Client, reach *redisconn.Reach, s Settings, m *metrics
 		readTimeout: s.ReadTimeout,
 		metrics:     m,
 		retention:   s.MaxWindowHours,
+		known:       newLastKnown(s.StaleMax, s.StaleCacheMB),
 	}
 	st.startReaders()
 	return st

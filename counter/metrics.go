@@ -19,6 +19,7 @@ type metrics struct {
 	redisErrors   *prometheus.CounterVec
 	duplicates    prometheus.Counter
 	limitChecks   *prometheus.CounterVec
+	staleReads    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -47,8 +48,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "freqcap_counter_limit_checks_total",
 			Help: "Rate-limit checks by policy (inline for inline rules) and outcome: allowed, refused, shadowed (shadow mode admitted what enforcing would refuse), degraded (Redis failed, admitted).",
 		}, []string{"policy", "outcome"}),
+		staleReads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "freqcap_counter_stale_reads_total",
+			Help: "Items of reads Redis could not serve in time, answered with their last-known value (younger than COUNTER_STALE_MAX).",
+		}),
 	}
-	reg.MustRegister(m.degradedReads, m.cacheHits, m.cacheMisses, m.redisErrors, m.duplicates, m.limitChecks)
+	reg.MustRegister(m.degradedReads, m.cacheHits, m.cacheMisses, m.redisErrors, m.duplicates, m.limitChecks, m.staleReads)
 	return m
 }
 

@@ -52,6 +52,10 @@ type Result struct {
 	Counts    []Counts
 	Duplicate bool
 	Err       error
+	// Stale is set when some counts are last-known values (Redis did not
+	// answer in time); AgeMs is the age of the oldest.
+	Stale bool
+	AgeMs int64
 }
 
 // seed000 serves the seed-000 views on a store.
@@ -205,6 +209,9 @@ func (v seed000) Read(ctx context.Context, qs []Query) []Result {
 		switch got[k].Code {
 		case apierr.OK, apierr.KeyNotFound:
 			fill(res, r, &got[k])
+			if got[k].Stale {
+				res[r.q].Stale, res[r.q].AgeMs = true, max(res[r.q].AgeMs, got[k].AgeMs)
+			}
 		default:
 			// One counter of a query failed: the whole query reads as
 			// failed, with zero counts.

@@ -565,3 +565,25 @@ func TestAPIRequiresABearerToken(t *testing.T) {
 		t.Errorf("unauthenticated requests wrote %d keys", n)
 	}
 }
+
+// Over HTTP a read Redis cannot serve in time answers its last-known counts
+// with "stale" and "ageMs", in a single read and in a batch.
+func TestHTTPReadAnswersStaleCounts(t *testing.T) {
+	srv := redistest.Start(t)
+	base := startCounter(t, srv.URL(), "COUNTER_READ_TIMEOUT=30ms")
+	call(t, "POST", base+"/v1/incr?cid=st&device=d&windowHours=2&eid=st-1", "")
+	read := base + "/v1/freq?cid=st&device=d&windowHours=2"
+	batch := `{"items":[{"cid":"st","dims":{"device":"d"},"windowHours":[2]}]}`
+	_, m := call(t, "GET", read, "")
+	expect(t, m, map[string]any{"counts.device.day": 1, "degraded": false})
+	call(t, "POST", base+"/v1/freq/batch", batch)
+	srv.Pause()
+	defer srv.Resume()
+	_, m = call(t, "GET", read, "")
+	expect(t, m, map[string]any{"counts.device.day": 1, "counts.device.windows.2": 1, "degraded": false, "stale": true})
+	if age, ok := m["ageMs"].(float64); !ok || age < 0 || age > 60_000 {
+		t.Errorf("ageMs %v", m["ageMs"])
+	}
+	_, m = call(t, "POST", base+"/v1/freq/batch", batch)
+	expect(t, m, map[string]any{"results.0.counts.device.day": 1, "results.0.stale": true})
+}

@@ -34,6 +34,7 @@ type Store struct {
 	retention   int
 	hours       atomic.Pointer[hourFields]
 	reach       *redisconn.Reach
+	known       *lastKnown // nil when COUNTER_STALE_MAX is 0
 }
 
 // env is the instant and settings one call builds its commands from.
@@ -209,17 +210,25 @@ func (s *Store) Read(ctx context.Context, items []counting.Item) []counting.Resu
 		// Every reader is stuck on a hung Redis and the queue is full:
 		// answer now rather than pile up.
 		s.metrics.redisErrors.WithLabelValues("read").Inc()
-		return s.failAll(len(items), errReadersBusy)
-	}
-	select {
-	case res := <-j.done:
+		res := s.failAll(len(items), errReadersBusy)
+		if n := s.known.fill(items, res, s.now()); n > 0 {
+			s.metrics.staleReads.Add(float64(n))
+		}
 		return res
+	}
+	var res []counting.Result
+	select {
+	case res = <-j.done:
 	case <-ctx.Done():
 		// rueidis may block past the context in some reconnect paths; the
 		// caller's deadline wins.
 		s.metrics.redisErrors.WithLabelValues("read").Inc()
-		return s.failAll(len(items), ctx.Err())
+		res = s.failAll(len(items), ctx.Err())
 	}
+	if n := s.known.fill(items, res, s.now()); n > 0 {
+		s.metrics.staleReads.Add(float64(n))
+	}
+	return res
 }
 
 // readJob is one Read handed to a reader goroutine.
@@ -352,6 +361,7 @@ func (s *Store) read(ctx context.Context, items []counting.Item) []counting.Resu
 			s.degrade(r, err)
 		}
 	}
+	s.known.remember(items, res, e.now)
 	return res
 }
 

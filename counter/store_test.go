@@ -222,7 +222,7 @@ func waitFor(t *testing.T, within time.Duration, ok func() bool) {
 
 func TestReadFailsOpenWithinDeadline(t *testing.T) {
 	srv := redistest.Start(t)
-	st, _ := testStore(t, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=20ms")
+	st, _ := testStore(t, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=20ms", "COUNTER_STALE_MAX=0") // zeros, not last-known values
 	q := []Query{
 		{CID: "1", Event: "win", Windows: []int{2}, Dims: []Dim{{"device", "a"}, {"bundle", "b"}}},
 		{CID: "2", Event: "win", Dims: []Dim{{"device", "c"}}},
@@ -340,5 +340,48 @@ func TestWriteBatchIsOnePipelineAndSurvivesScriptFlush(t *testing.T) {
 	}
 	if got := rawInt(t, rc, "GET", "freq:{win:device:7:abc}"); got != 3 {
 		t.Errorf("day counter = %d, want 3", got)
+	}
+}
+
+// A read Redis cannot serve in time answers each count's last-known value,
+// stale with its age, while it is younger than COUNTER_STALE_MAX; a count
+// never read, or read too long ago, is 0 and degraded as before. Writes
+// never answer from it.
+func TestReadsAnswerLastKnownValues(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := newClock(time.Now())
+	st, _ := testStore(t, srv, clk, "COUNTER_READ_TIMEOUT=20ms", "COUNTER_STALE_MAX=60s")
+	ctx := context.Background()
+	// Devices are read straight from Redis (bundles and tagids would be
+	// answered by the client-side cache).
+	known := Query{CID: "1", Event: "win", Windows: []int{2}, Dims: []Dim{{"device", "a"}}}
+	unread := Query{CID: "2", Event: "win", Dims: []Dim{{"device", "a"}}}
+	for range 3 {
+		mustIncr(t, st, known)
+	}
+	if r := st.Read(ctx, []Query{known})[0]; r.Err != nil || r.Stale || r.Counts[0].Day != 3 {
+		t.Fatalf("read with Redis up: %+v", r)
+	}
+	srv.Pause()
+	defer srv.Resume()
+	clk.Add(30 * time.Second)
+	got := st.Read(ctx, []Query{known, unread})
+	if r := got[0]; r.Err != nil || !r.Stale || r.AgeMs != 30_000 || r.Counts[0].Day != 3 || r.Counts[0].Windows[0] != 3 {
+		t.Errorf("a read of known counts with Redis stopped: %+v, want 3s, stale, 30 s old", r)
+	}
+	if r := got[1]; r.Err == nil || r.Stale || r.Counts[0].Day != 0 {
+		t.Errorf("a read of counts never read, with Redis stopped: %+v, want 0 and an error", r)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := st.Incr(wctx, &known); err == nil {
+		t.Error("a write with Redis stopped succeeded")
+	}
+	clk.Add(31 * time.Second)
+	if r := st.Read(ctx, []Query{known})[0]; r.Err == nil || r.Stale || r.Counts[0].Day != 0 {
+		t.Errorf("a read 61 s after the last good one: %+v, want 0 and an error", r)
+	}
+	if n := testutilCount(st.metrics.staleReads); n != 2 {
+		t.Errorf("stale reads metric %v, want 2 (the day and the window)", n)
 	}
 }

@@ -163,6 +163,11 @@ type Result struct {
 	// Degraded is set on a read that Redis could not serve in time: the
 	// counts are 0 and Code says why (fail open is the caller's decision).
 	Degraded bool `json:"degraded"`
+	// Stale is set on a read that Redis could not serve in time, answered
+	// with the value last read AgeMs ago (within COUNTER_STALE_MAX); Code
+	// is then 0.
+	Stale bool  `json:"stale,omitempty"`
+	AgeMs int64 `json:"ageMs,omitempty"`
 	// Remaining is what a rate limiter would still admit now.
 	Remaining int64 `json:"remaining,omitempty"`
 	// RetryAfterMs is, for a refused hit, when the same hit would be

@@ -19,6 +19,10 @@ type Answer struct {
 	// Degraded is set on a read that Redis could not serve in time (counts
 	// are then 0); reads always carry it.
 	Degraded bool `json:"degraded,omitempty"`
+	// Stale is set when some counts are last-known values, read AgeMs ago,
+	// because Redis did not answer in time (COUNTER_STALE_MAX).
+	Stale bool  `json:"stale,omitempty"`
+	AgeMs int64 `json:"ageMs,omitempty"`
 	// Duplicate is set on a write whose eid one of its counters had seen.
 	Duplicate bool `json:"duplicate,omitempty"`
 }

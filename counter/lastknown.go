@@ -1,0 +1,81 @@
+package main
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/maypok86/otter/v2"
+
+	"github.com/freqcap/freqcap/shared/counting"
+)
+
+// lastKnown remembers what reads got from Redis, so that a read Redis
+// cannot serve in time answers the value last read (stale, with its age)
+// rather than 0, as seed 002 degrades to a local cache. Writes never read
+// from it. Bounded in bytes (maypok86/otter, S3-FIFO eviction); entries
+// older than COUNTER_STALE_MAX are never answered and expire.
+type lastKnown struct {
+	c      *otter.Cache[string, known]
+	maxAge time.Duration
+}
+
+// known is one item's last read and when it was made.
+type known struct {
+	r  counting.Result
+	at time.Time
+}
+
+// knownWeight is what one entry costs, its key aside: the Result and the
+// cache's own bookkeeping, as a round figure.
+const knownWeight = 200
+
+func newLastKnown(maxAge time.Duration, mb int) *lastKnown {
+	if maxAge <= 0 {
+		return nil
+	}
+	return &lastKnown{maxAge: maxAge, c: otter.Must(&otter.Options[string, known]{
+		MaximumWeight:    uint64(mb) << 20,
+		Weigher:          func(k string, _ known) uint32 { return uint32(len(k) + knownWeight) },
+		ExpiryCalculator: otter.ExpiryWriting[string, known](maxAge),
+	})}
+}
+
+// itemKey names an item's value: its kind and span, and its counter's tag
+// (scope and subject). Two reads of the same key read the same thing.
+func itemKey(it *counting.Item) string {
+	return tagged(string(it.Spec.Kind)+":"+strconv.FormatInt(it.Spec.Span, 10)+":", it)
+}
+
+// remember keeps the results of a read that Redis answered.
+func (l *lastKnown) remember(items []counting.Item, res []counting.Result, now time.Time) {
+	if l == nil {
+		return
+	}
+	for i := range res {
+		if !res[i].Degraded && !res[i].Stale {
+			l.c.Set(itemKey(&items[i]), known{r: res[i], at: now})
+		}
+	}
+}
+
+// fill answers every degraded result that has a value younger than maxAge
+// with it, marked stale; it returns how many it answered.
+func (l *lastKnown) fill(items []counting.Item, res []counting.Result, now time.Time) int {
+	if l == nil {
+		return 0
+	}
+	n := 0
+	for i := range res {
+		if !res[i].Degraded {
+			continue
+		}
+		k, ok := l.c.GetIfPresent(itemKey(&items[i]))
+		if !ok || now.Sub(k.at) > l.maxAge {
+			continue
+		}
+		res[i] = k.r
+		res[i].Stale, res[i].AgeMs = true, now.Sub(k.at).Milliseconds()
+		n++
+	}
+	return n
+}
