@@ -35,9 +35,9 @@ func BenchmarkStoreIncr(b *testing.B) {
 	}
 }
 
-func benchRead(b *testing.B, qs []Query) {
+func benchRead(b *testing.B, qs []Query, kv ...string) {
 	srv := redistest.Start(b)
-	st, _ := testStore(b, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=1s")
+	st, _ := testStore(b, srv, newClock(time.Now()), append([]string{"COUNTER_READ_TIMEOUT=1s"}, kv...)...)
 	ctx := context.Background()
 	for i := range qs {
 		q := qs[i]
@@ -61,6 +61,12 @@ func BenchmarkStoreReadDevice(b *testing.B) {
 
 func BenchmarkStoreReadCached(b *testing.B) {
 	benchRead(b, []Query{{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{{"bundle", "com.foo"}, {"tagid", "7"}}}})
+}
+
+// BenchmarkStoreReadCachedNoLastKnown is BenchmarkStoreReadCached without
+// remembering last-known values: what remembering costs a hot read.
+func BenchmarkStoreReadCachedNoLastKnown(b *testing.B) {
+	benchRead(b, []Query{{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{{"bundle", "com.foo"}, {"tagid", "7"}}}}, "COUNTER_STALE_MAX=0")
 }
 
 func BenchmarkStoreReadBatch50(b *testing.B) {

@@ -52,11 +52,24 @@ func (l *lastKnown) remember(items []counting.Item, res []counting.Result, now t
 		return
 	}
 	for i := range res {
-		if !res[i].Degraded && !res[i].Stale {
-			l.c.Set(itemKey(&items[i]), known{r: res[i], at: now})
+		r := &res[i]
+		if r.Degraded || r.Stale {
+			continue
 		}
+		key := itemKey(&items[i])
+		// A hot count read again within a second with the same value keeps
+		// its entry: no new node per read (its age is then off by at most
+		// refreshEvery).
+		if old, ok := l.c.GetIfPresent(key); ok && now.Sub(old.at) < refreshEvery &&
+			old.r.Count == r.Count && old.r.LastAt == r.LastAt && old.r.Code == r.Code {
+			continue
+		}
+		l.c.Set(key, known{r: *r, at: now})
 	}
 }
+
+// refreshEvery is how long an unchanged last-known value is kept as it is.
+const refreshEvery = time.Second
 
 // fill answers every degraded result that has a value younger than maxAge
 // with it, marked stale; it returns how many it answered.
