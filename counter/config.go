@@ -30,6 +30,8 @@ type Config struct {
 	CacheTTL         time.Duration `env:"COUNTER_CACHE_TTL" envDefault:"10s" help:"longest a cached count lives (Redis invalidates it at once on change)"`
 	ReadTimeout      time.Duration `env:"COUNTER_READ_TIMEOUT" envDefault:"5ms" help:"hard deadline of every read and rate-limit check"`
 	WriteTimeout     time.Duration `env:"COUNTER_WRITE_TIMEOUT" envDefault:"1s" help:"deadline of a write"`
+	HotKeyRate       float64       `env:"COUNTER_HOT_KEY_RATE" envDefault:"100" help:"reads a second that make a counter read straight from Redis (a device) go through client-side caching while it stays hot; 0: never"`
+	HotKeys          int           `env:"COUNTER_HOT_KEYS" envDefault:"256" help:"counters the hot-key sketch tracks (Space-Saving)"`
 	StaleMax         time.Duration `env:"COUNTER_STALE_MAX" envDefault:"60s" help:"how old a last-known value may be to answer a read Redis cannot serve in time (0: answer 0, degraded)"`
 	StaleCacheMB     int           `env:"COUNTER_STALE_CACHE_MB" envDefault:"64" help:"memory for last-known values, in MiB"`
 	DedupeTTL        time.Duration `env:"COUNTER_DEDUPE_TTL" envDefault:"10m" help:"how long an eid is remembered, from the last write that counted it"`
@@ -121,6 +123,10 @@ func loadSettings(environ []string) (Settings, error) {
 		return s, fmt.Errorf("COUNTER_REDIS_FLUSH_DELAY: must be between 0 and 1ms, got %s", cfg.FlushDelay)
 	case cfg.DedupeTTL <= 0:
 		return s, fmt.Errorf("COUNTER_DEDUPE_TTL: must be positive, got %s", cfg.DedupeTTL)
+	case cfg.HotKeyRate < 0:
+		return s, fmt.Errorf("COUNTER_HOT_KEY_RATE: must be 0 or more, got %g", cfg.HotKeyRate)
+	case cfg.HotKeys < 1 || cfg.HotKeys > 100_000:
+		return s, fmt.Errorf("COUNTER_HOT_KEYS: must be between 1 and 100000, got %d", cfg.HotKeys)
 	case cfg.StaleMax < 0:
 		return s, fmt.Errorf("COUNTER_STALE_MAX: must be 0 or more, got %s", cfg.StaleMax)
 	case cfg.StaleCacheMB < 1 || cfg.StaleCacheMB > 1<<16:

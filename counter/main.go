@@ -81,14 +81,16 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	buildinfo.Register(reg, "counter")
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	store := newStore(rdb, reach, s, newMetrics(reg), time.Now)
-	reg.MustRegister(&redisMemory{rdb: rdb})
+	reg.MustRegister(&redisMemory{rdb: rdb}, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "freqcap_counter_hot_keys", Help: "Counters read often enough to go through client-side caching now (COUNTER_HOT_KEY_RATE).",
+	}, func() float64 { return float64(store.hot.size()) }))
 	defer store.Close()
 
 	srv, err := httpserver.ListenWith(s.Addr, "COUNTER_ADDR", NewServer(log, s, store, reg), httpserver.API)
 	if err != nil {
 		return err
 	}
-	ops, err := httpserver.Listen(s.OpsAddr, "COUNTER_OPS_ADDR", NewOpsServer(log, store, reg))
+	ops, err := httpserver.Listen(s.OpsAddr, "COUNTER_OPS_ADDR", NewOpsServer(log, s, store, reg))
 	if err != nil {
 		_ = srv.Shutdown(time.Second)
 		return err
@@ -129,7 +131,9 @@ func newStore(rdb rueidis.Client, reach *redisconn.Reach, s Settings, m *metrics
 		metrics:     m,
 		retention:   s.MaxWindowHours,
 		known:       newLastKnown(s.StaleMax, s.StaleCacheMB),
+		hot:         newHotKeys(s.HotKeys, s.HotKeyRate, time.Second),
 	}
+	st.hot.start()
 	st.startReaders()
 	return st
 }

@@ -57,9 +57,9 @@ func NewServer(log *slog.Logger, s Settings, store *Store, reg *prometheus.Regis
 }
 
 // NewOpsServer builds the ops listener's handler: metrics, pprof, health.
-func NewOpsServer(log *slog.Logger, store *Store, reg *prometheus.Registry) http.Handler {
+func NewOpsServer(log *slog.Logger, s Settings, store *Store, reg *prometheus.Registry) http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
-	addOpsRoutes(r, deps{log: log, store: store, gatherer: reg})
+	addOpsRoutes(r, deps{log: log, settings: s, store: store, gatherer: reg})
 	return r
 }

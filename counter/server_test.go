@@ -551,6 +551,7 @@ func TestAPIRequiresABearerToken(t *testing.T) {
 		{"GET", base + "/debug/pprof/", "new-token-0123456789", "", 404},
 		{"GET", opsURL(t, base) + "/metrics", "", "", 200},
 		{"GET", opsURL(t, base) + "/debug/pprof/", "", "", 200},
+		{"GET", opsURL(t, base) + "/v1/hotkeys", "", "", 200},
 	} {
 		code, h := do(tt.method, tt.url, tt.token, tt.body)
 		if code != tt.want {

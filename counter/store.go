@@ -35,6 +35,7 @@ type Store struct {
 	hours       atomic.Pointer[hourFields]
 	reach       *redisconn.Reach
 	known       *lastKnown // nil when COUNTER_STALE_MAX is 0
+	hot         *hotKeys   // nil when COUNTER_HOT_KEY_RATE is 0
 }
 
 // env is the instant and settings one call builds its commands from.
@@ -256,8 +257,11 @@ func (s *Store) startReaders() {
 	}
 }
 
-// Close stops the readers.
-func (s *Store) Close() { close(s.jobs) }
+// Close stops the readers and the hot-key window.
+func (s *Store) Close() {
+	close(s.jobs)
+	s.hot.close()
+}
 
 func (s *Store) failAll(n int, err error) []counting.Result {
 	res := make([]counting.Result, n)
@@ -306,7 +310,15 @@ func (s *Store) read(ctx context.Context, items []counting.Item) []counting.Resu
 	for i := range items {
 		it := &items[i]
 		cmds, cacheable := kinds[it.Spec.Kind].read(it, e)
-		if cacheable && it.Scope.Campaign != "" && s.cached[it.Subject.Dim] {
+		static := cacheable && it.Scope.Campaign != "" && s.cached[it.Subject.Dim]
+		if cacheable && !static && s.hot != nil {
+			// A counter read often enough goes through client-side caching
+			// too, for as long as it stays hot.
+			tag := tagged("", it)
+			s.hot.observe(tag)
+			static = s.hot.isHot(tag)
+		}
+		if static {
 			at[i] = span{cached: true, from: len(cached), to: len(cached) + len(cmds)}
 			for _, c := range cmds {
 				cached = append(cached, rueidis.CT(c, s.cacheTTL))

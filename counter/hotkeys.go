@@ -1,0 +1,156 @@
+package main
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// hotKeys finds the counters read most often among those read straight
+// from Redis (device counts, by default), so that the store reads them
+// through client-side caching instead (seed 002 3.3.10: hot keys promoted
+// to local memory with a short expiry; here Redis invalidates the cached
+// copy the moment the key changes, so it is never stale for long, and
+// writes never read from it).
+//
+// It is the Space-Saving algorithm (Metwally et al.) over one window at a
+// time: k counters; a key not tracked takes the counter of the least
+// counted one, inheriting its count as its error bound. At the end of each
+// window the keys read at least rate x window times for certain (count
+// less error) become the hot set for the next window, and counting starts
+// again, so the set follows what is hot now.
+type hotKeys struct {
+	mu     sync.Mutex
+	k      int
+	counts map[string]*hotCount
+	window time.Duration
+	rate   float64 // reads a second that make a key hot
+	hot    atomic.Pointer[map[string]bool]
+	last   atomic.Pointer[[]hotKey] // the last window's counts, most read first
+	stop   chan struct{}
+}
+
+type hotCount struct {
+	n, err uint64
+}
+
+func newHotKeys(k int, rate float64, window time.Duration) *hotKeys {
+	if k <= 0 || rate <= 0 {
+		return nil
+	}
+	h := &hotKeys{k: k, counts: make(map[string]*hotCount, k), window: window, rate: rate, stop: make(chan struct{})}
+	h.hot.Store(&map[string]bool{})
+	h.last.Store(&[]hotKey{})
+	return h
+}
+
+// start rotates the window until stopped.
+func (h *hotKeys) start() {
+	if h == nil {
+		return
+	}
+	go func() {
+		t := time.NewTicker(h.window)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				h.rotate()
+			case <-h.stop:
+				return
+			}
+		}
+	}()
+}
+
+func (h *hotKeys) close() {
+	if h != nil {
+		close(h.stop)
+	}
+}
+
+// observe counts one read of key.
+func (h *hotKeys) observe(key string) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c, ok := h.counts[key]; ok {
+		c.n++
+		return
+	}
+	if len(h.counts) < h.k {
+		h.counts[key] = &hotCount{n: 1}
+		return
+	}
+	// Take over the least counted key.
+	var minKey string
+	min := uint64(math.MaxUint64)
+	for k, c := range h.counts {
+		if c.n < min {
+			minKey, min = k, c.n
+		}
+	}
+	delete(h.counts, minKey)
+	h.counts[key] = &hotCount{n: min + 1, err: min}
+}
+
+// size is how many keys are hot now.
+func (h *hotKeys) size() int {
+	if h == nil {
+		return 0
+	}
+	return len(*h.hot.Load())
+}
+
+// isHot reports whether key is in the current hot set.
+func (h *hotKeys) isHot(key string) bool {
+	if h == nil {
+		return false
+	}
+	_, ok := (*h.hot.Load())[key]
+	return ok
+}
+
+// rotate makes the keys whose guaranteed count (count less its error)
+// reached rate x window the hot set, keeps the window's counts for
+// GET /v1/hotkeys, and starts counting again.
+func (h *hotKeys) rotate() {
+	h.mu.Lock()
+	counts := h.counts
+	h.counts = make(map[string]*hotCount, h.k)
+	h.mu.Unlock()
+	hot := map[string]bool{}
+	need := h.rate * h.window.Seconds()
+	last := make([]hotKey, 0, len(counts))
+	for k, c := range counts {
+		isHot := float64(c.n-c.err) >= need
+		if isHot {
+			hot[k] = true
+		}
+		last = append(last, hotKey{Key: k, Rate: float64(c.n) / h.window.Seconds(), Error: float64(c.err) / h.window.Seconds(), Hot: isHot})
+	}
+	slices.SortFunc(last, func(a, b hotKey) int { return cmp.Compare(b.Rate, a.Rate) })
+	h.hot.Store(&hot)
+	h.last.Store(&last)
+}
+
+// hotKey is one entry of GET /v1/hotkeys.
+type hotKey struct {
+	Key   string  `json:"key"`
+	Rate  float64 `json:"readsPerSec"`
+	Error float64 `json:"errorPerSec,omitempty"`
+	Hot   bool    `json:"hot"`
+}
+
+// list is the last window's tracked keys, most read first.
+func (h *hotKeys) list() []hotKey {
+	if h == nil {
+		return []hotKey{}
+	}
+	return *h.last.Load()
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/redistest"
+)
+
+func TestHotKeysFindsTheKeyReadMost(t *testing.T) {
+	h := newHotKeys(16, 100, time.Second)
+	for i := range 2000 {
+		if i%4 == 0 {
+			h.observe("bot") // 500 reads: above 100 a second
+		}
+		h.observe(fmt.Sprint("dev-", i)) // 2000 keys read once
+	}
+	h.observe("warm")
+	h.rotate()
+	if !h.isHot("bot") || h.isHot("warm") || h.isHot("dev-1") || h.size() != 1 {
+		t.Fatalf("hot set after the window: bot %v warm %v size %d", h.isHot("bot"), h.isHot("warm"), h.size())
+	}
+	if l := h.list(); len(l) == 0 || l[0].Key != "bot" || !l[0].Hot || l[0].Rate < 500 {
+		t.Errorf("list: %+v", l)
+	}
+	h.rotate() // a window without reads: nothing is hot any more
+	if h.isHot("bot") || h.size() != 0 {
+		t.Error("bot still hot after a window without reads")
+	}
+	var off *hotKeys
+	off.observe("x")
+	if off.isHot("x") || off.size() != 0 || len(off.list()) != 0 {
+		t.Error("a disabled sketch answered")
+	}
+}
+
+// A device read 10,000 times becomes hot and then stops reaching Redis:
+// its reads are served by client-side caching (INFO commandstats).
+func TestAHotDeviceStopsReachingRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	st, _ := testStore(t, srv, newClock(time.Now()), "COUNTER_HOT_KEY_RATE=100")
+	rc := newClient(t, srv.URL())
+	ctx := context.Background()
+	q := []Query{{CID: "1", Event: "win", Windows: []int{3}, Dims: []Dim{{"device", "bot"}}}}
+	mustIncr(t, st, q[0])
+	deadline := time.Now().Add(10 * time.Second)
+	reads := 0
+	for reads < 10_000 || !st.hot.isHot(tagged("", &itemsOf(q)[0])) {
+		if r := st.Read(ctx, q)[0]; r.Err != nil || r.Counts[0].Day != 1 {
+			t.Fatalf("read %d: %+v", reads, r)
+		}
+		reads++
+		if time.Now().After(deadline) {
+			t.Fatalf("device not hot after %d reads: %+v", reads, st.hot.list())
+		}
+	}
+	raw(t, rc, "CONFIG", "RESETSTAT")
+	for range 1000 {
+		if r := st.Read(ctx, q)[0]; r.Err != nil || r.Counts[0].Day != 1 {
+			t.Fatalf("hot read: %+v", r)
+		}
+	}
+	stats, err := raw(t, rc, "INFO", "commandstats").ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(stats, "\r\n") {
+		if strings.HasPrefix(line, "cmdstat_get:") || strings.HasPrefix(line, "cmdstat_hmget:") {
+			var calls int
+			fmt.Sscanf(line[strings.Index(line, "calls=")+6:], "%d", &calls)
+			if calls > 5 {
+				t.Errorf("1000 reads of a hot device reached Redis: %s", line)
+			}
+		}
+	}
+	// It counts as it did: a write is seen at once (Redis invalidates the copy).
+	mustIncr(t, st, q[0])
+	waitFor := time.Now().Add(2 * time.Second)
+	for st.Read(ctx, q)[0].Counts[0].Day != 2 {
+		if time.Now().After(waitFor) {
+			t.Fatal("a write to a hot device was not seen within 2 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// itemsOf is the items a read of qs is made of.
+func itemsOf(qs []Query) []counting.Item {
+	var its []counting.Item
+	var refs []ref
+	for i := range qs {
+		its, refs = qs[i].items(its, refs, i, false)
+	}
+	return its
+}
