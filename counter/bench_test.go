@@ -79,6 +79,16 @@ func BenchmarkStoreReadBatch50(b *testing.B) {
 	benchRead(b, qs, "COUNTER_HOT_KEY_RATE=0")
 }
 
+// BenchmarkStoreReadBatch50NoLastKnown is BenchmarkStoreReadBatch50
+// without remembering last-known values.
+func BenchmarkStoreReadBatch50NoLastKnown(b *testing.B) {
+	qs := make([]Query, 50)
+	for i := range qs {
+		qs[i] = Query{CID: strconv.Itoa(i), Event: "win", Windows: []int{3}, Dims: []Dim{{"device", "abc"}, {"bundle", "com.foo"}, {"tagid", "7"}}}
+	}
+	benchRead(b, qs, "COUNTER_HOT_KEY_RATE=0", "COUNTER_STALE_MAX=0")
+}
+
 func BenchmarkParseQuery(b *testing.B) {
 	s, err := loadSettings(nil)
 	if err != nil {

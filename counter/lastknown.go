@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/maypok86/otter/v2"
@@ -15,7 +14,7 @@ import (
 // from it. Bounded in bytes (maypok86/otter, S3-FIFO eviction); entries
 // older than COUNTER_STALE_MAX are never answered and expire.
 type lastKnown struct {
-	c      *otter.Cache[string, known]
+	c      *otter.Cache[knownKey, known]
 	maxAge time.Duration
 }
 
@@ -33,17 +32,27 @@ func newLastKnown(maxAge time.Duration, mb int) *lastKnown {
 	if maxAge <= 0 {
 		return nil
 	}
-	return &lastKnown{maxAge: maxAge, c: otter.Must(&otter.Options[string, known]{
-		MaximumWeight:    uint64(mb) << 20,
-		Weigher:          func(k string, _ known) uint32 { return uint32(len(k) + knownWeight) },
-		ExpiryCalculator: otter.ExpiryWriting[string, known](maxAge),
+	return &lastKnown{maxAge: maxAge, c: otter.Must(&otter.Options[knownKey, known]{
+		MaximumWeight: uint64(mb) << 20,
+		Weigher: func(k knownKey, _ known) uint32 {
+			return uint32(len(k.scope.Campaign) + len(k.scope.Event) + len(k.scope.Policy) + len(k.subject.Dim) + len(k.subject.ID) + knownWeight)
+		},
+		ExpiryCalculator: otter.ExpiryWriting[knownKey, known](maxAge),
 	})}
 }
 
-// itemKey names an item's value: its kind and span, and its counter's tag
-// (scope and subject). Two reads of the same key read the same thing.
-func itemKey(it *counting.Item) string {
-	return tagged(string(it.Spec.Kind)+":"+strconv.FormatInt(it.Spec.Span, 10)+":", it)
+// knownKey names an item's value: its kind and span, scope and subject.
+// Two reads of the same key read the same thing. A struct of the item's
+// own strings: no key is built per read.
+type knownKey struct {
+	kind    counting.Kind
+	span    int64
+	scope   counting.Scope
+	subject counting.Subject
+}
+
+func itemKey(it *counting.Item) knownKey {
+	return knownKey{kind: it.Spec.Kind, span: it.Spec.Span, scope: it.Scope, subject: it.Subject}
 }
 
 // remember keeps the results of a read that Redis answered.

@@ -313,10 +313,15 @@ func (s *Store) read(ctx context.Context, items []counting.Item) []counting.Resu
 		static := cacheable && it.Scope.Campaign != "" && s.cached[it.Subject.Dim]
 		if cacheable && !static && s.hot != nil {
 			// A counter read often enough goes through client-side caching
-			// too, for as long as it stays hot.
-			tag := tagged("", it)
-			s.hot.observe(tag)
-			static = s.hot.isHot(tag)
+			// too, for as long as it stays hot. Most reads are neither
+			// sampled nor looked up (nothing is hot): no key is built.
+			if sampled := s.hot.sample(); sampled || s.hot.size() > 0 {
+				tag := tagged("", it)
+				if sampled {
+					s.hot.observe(tag)
+				}
+				static = s.hot.isHot(tag)
+			}
 		}
 		if static {
 			at[i] = span{cached: true, from: len(cached), to: len(cached) + len(cmds)}
