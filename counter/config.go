@@ -31,7 +31,7 @@ type Config struct {
 	ReadTimeout      time.Duration `env:"COUNTER_READ_TIMEOUT" envDefault:"5ms" help:"hard deadline of every read and rate-limit check"`
 	WriteTimeout     time.Duration `env:"COUNTER_WRITE_TIMEOUT" envDefault:"1s" help:"deadline of a write"`
 	HotKeyRate       float64       `env:"COUNTER_HOT_KEY_RATE" envDefault:"100" help:"reads a second that make a counter read straight from Redis (a device) go through client-side caching while it stays hot; 0: never"`
-	HotKeys          int           `env:"COUNTER_HOT_KEYS" envDefault:"256" help:"counters the hot-key sketch tracks (Space-Saving)"`
+	HotKeys          int           `env:"COUNTER_HOT_KEYS" envDefault:"64" help:"counters the hot-key sketch tracks (Space-Saving)"`
 	StaleMax         time.Duration `env:"COUNTER_STALE_MAX" envDefault:"60s" help:"how old a last-known value may be to answer a read Redis cannot serve in time (0: answer 0, degraded)"`
 	StaleCacheMB     int           `env:"COUNTER_STALE_CACHE_MB" envDefault:"64" help:"memory for last-known values, in MiB"`
 	DedupeTTL        time.Duration `env:"COUNTER_DEDUPE_TTL" envDefault:"10m" help:"how long an eid is remembered, from the last write that counted it"`
