@@ -111,13 +111,14 @@ func (p *proc) stop() {
 }
 
 type stack struct {
-	s                                           settings
-	redis, counter, callback, baseline          *proc
-	redisAddr, counterURL, callbackURL, baseURL string
-	counterOpsURL                               string // metrics and pprof
-	adminURL                                    string
-	procs                                       []*proc
-	logs                                        *os.File
+	s                                            settings
+	redis, counter, counter5, callback, baseline *proc
+	redisAddr, counterURL, callbackURL, baseURL  string
+	counterOpsURL                                string // metrics and pprof
+	counter5URL                                  string // the counter with the production 5 ms read deadline
+	adminURL                                     string
+	procs                                        []*proc
+	logs                                         *os.File
 }
 
 func run(ctx context.Context) error {
@@ -156,16 +157,22 @@ func run(ctx context.Context) error {
 	for round := 1; round <= s.rounds; round++ {
 		// Latency first, on a quiet machine, before the write scenarios of
 		// the round grow Redis.
-		for _, name := range []string{"latency-baseline", "latency-hot", "latency-cold", "latency-win"} {
+		for _, name := range []string{"latency-baseline", "latency-hot", "latency-cold", "latency-win", "latency-freeze"} {
 			if !s.wants(name) {
 				continue
 			}
-			res, err := st.constantRate(ctx, name)
+			var res result
+			var err error
+			if name == "latency-freeze" {
+				res, err = st.freeze(ctx)
+			} else {
+				res, err = st.constantRate(ctx, name)
+			}
 			if err != nil {
 				return err
 			}
 			rep.add(name, res, result{})
-			fmt.Printf("round %d %-12s at %d req/s: p50 %s p99 %s p99.9 %s (%d errors)\n", round, name, s.rate, ms(res.p50), ms(res.p99), ms(res.p999), res.errors)
+			fmt.Printf("round %d %-12s at %d req/s: p50 %s p99 %s p99.9 %s (%d errors) %s\n", round, name, s.rate, ms(res.p50), ms(res.p99), ms(res.p999), res.errors, res.note)
 		}
 		for _, sc := range scenarios(st) {
 			if !st.s.wants(sc.name) {
@@ -226,7 +233,7 @@ func (st *stack) start(ctx context.Context) error {
 		return err
 	}
 	st.logs = logs
-	addrs := make([]string, 6)
+	addrs := make([]string, 8)
 	for i := range addrs {
 		if addrs[i], err = freeAddr(); err != nil {
 			return err
@@ -255,6 +262,12 @@ func (st *stack) start(ctx context.Context) error {
 		"COUNTER_READ_TIMEOUT=" + readTimeout}); err != nil {
 		return err
 	}
+	// A second counter with the production read deadline, for the run that
+	// freezes Redis: its answers must come within 5 ms + 2 ms.
+	st.counter5URL = "http://" + addrs[6]
+	if st.counter5, err = st.spawn("counter-5ms", filepath.Join(bin, "counter"), []string{"COUNTER_ADDR=" + addrs[6], "COUNTER_OPS_ADDR=" + addrs[7], redisURL, "LOG_FORMAT=json"}); err != nil {
+		return err
+	}
 	if st.callback, err = st.spawn("callback", filepath.Join(bin, "callback"), []string{"CALLBACK_ADDR=" + addrs[2],
 		"CALLBACK_ADMIN_ADDR=" + addrs[3], "COUNTER_URL=" + st.counterURL, redisURL, "LOG_FORMAT=json"}); err != nil {
 		return err
@@ -262,7 +275,7 @@ func (st *stack) start(ctx context.Context) error {
 	if st.baseline, err = st.spawn("baseline", filepath.Join(bin, "baseline"), []string{"BASELINE_ADDR=" + addrs[4]}); err != nil {
 		return err
 	}
-	for _, u := range []string{st.counterURL + "/healthz", st.adminURL + "/healthz", st.baseURL + "/"} {
+	for _, u := range []string{st.counterURL + "/healthz", st.counter5URL + "/healthz", st.adminURL + "/healthz", st.baseURL + "/"} {
 		if err := waitHTTP(u); err != nil {
 			return err
 		}
@@ -758,6 +771,75 @@ func (st *stack) constantRate(ctx context.Context, name string) (result, error) 
 			r.errors += n
 		}
 	}
+	return r, ctx.Err()
+}
+
+// freezeDevices are the devices the freeze run reads, each once before
+// the freeze so the counter has their last-known values; one read in 11
+// is for a device it has not read.
+const freezeDevices = 2000
+
+// freeze reads devices at the constant rate from the counter with the
+// production 5 ms deadline while Redis is frozen (SIGSTOP) for all but the
+// first and last second of the run: p99 must stay within the deadline + 2
+// ms, and the note says how many answers were stale (last-known), zero
+// (degraded) and fresh.
+func (st *stack) freeze(ctx context.Context) (result, error) {
+	for i := range freezeDevices {
+		resp, err := http.Get(st.counter5URL + "/v1/freq?cid=42&device=" + deviceID(i) + "&windowHours=3")
+		if err != nil {
+			return result{}, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	var seq atomic.Int64
+	targeter := func(t *vegeta.Target) error {
+		t.Method = http.MethodGet
+		i := int(seq.Add(1) * 7919 % (freezeDevices * 11 / 10))
+		t.URL = st.counter5URL + "/v1/freq?cid=42&device=" + deviceID(i) + "&windowHours=3"
+		return nil
+	}
+	attacker := vegeta.NewAttacker(vegeta.KeepAlive(true), vegeta.Workers(64), vegeta.Timeout(time.Second), vegeta.MaxBody(512))
+	frozen := make(chan struct{})
+	go func() {
+		time.Sleep(time.Second)
+		_ = st.redis.cmd.Process.Signal(syscall.SIGSTOP)
+		close(frozen)
+		time.Sleep(st.s.duration - 2*time.Second)
+		_ = st.redis.cmd.Process.Signal(syscall.SIGCONT)
+	}()
+	var m vegeta.Metrics
+	var stale, zero, fresh int
+	before := st.cpu()
+	start := time.Now()
+	for res := range attacker.Attack(targeter, vegeta.Rate{Freq: st.s.rate, Per: time.Second}, st.s.duration, "freeze") {
+		m.Add(res)
+		switch body := string(res.Body); {
+		case strings.Contains(body, `"stale":true`):
+			stale++
+		case strings.Contains(body, `"degraded":true`):
+			zero++
+		default:
+			fresh++
+		}
+		if ctx.Err() != nil {
+			attacker.Stop()
+		}
+	}
+	m.Close()
+	<-frozen
+	_ = st.redis.cmd.Process.Signal(syscall.SIGCONT) // in case the run ended first
+	r := result{rate: m.Throughput, p50: m.Latencies.P50, p99: m.Latencies.P99, p999: m.Latencies.Quantile(0.999),
+		cpu: st.cpuSince(before, time.Since(start))}
+	for code, n := range m.StatusCodes {
+		if code < "200" || code > "299" {
+			r.errors += n
+		}
+	}
+	n := max(stale+zero+fresh, 1)
+	r.note = fmt.Sprintf("Redis frozen %s of %s: %.1f%% stale, %.1f%% zero (never read before), %.1f%% fresh",
+		st.s.duration-2*time.Second, st.s.duration, 100*float64(stale)/float64(n), 100*float64(zero)/float64(n), 100*float64(fresh)/float64(n))
 	return r, ctx.Err()
 }
 
