@@ -168,6 +168,11 @@ type Decision struct {
 	// Degraded is set when the counts could not be read in time: the
 	// decision is then the fail-open (or fail-closed) default.
 	Degraded bool
+	// Stale is set when Redis could not answer in time and the counter
+	// decided on counts it last read, StaleMs ago at most
+	// (COUNTER_STALE_MAX): a real decision, on slightly old counts.
+	Stale   bool
+	StaleMs int64
 }
 
 func (d Decision) String() string {
@@ -236,6 +241,9 @@ func (c *Client) Decide(ctx context.Context, ids Identities, cands []Candidate) 
 			degraded++
 			c.degrade(d)
 			continue
+		}
+		if res.Stale {
+			d.Stale, d.StaleMs = true, max(d.StaleMs, res.AgeMs)
 		}
 		if !d.Allowed {
 			continue // an earlier cap already blocks

@@ -186,3 +186,21 @@ func TestClientWithoutTheTokenIsRefused(t *testing.T) {
 		t.Errorf("without a token: %v, %v; want a 401 error, allowed and degraded", got, err)
 	}
 }
+
+// A counter that answers last-known counts (Redis too slow) decides on them:
+// the decision is real, marked Stale with the counts' age.
+func TestStaleCountsDecideAndSaySo(t *testing.T) {
+	counter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"code":0,"results":[{"code":0,"cid":"st","event":"win","windowHours":[],"counts":{"device":{"day":5}},"stale":true,"ageMs":1200}]}`)
+	}))
+	defer counter.Close()
+	c, err := client.New(counter.URL, client.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Decide(context.Background(), client.Identities{"device": "d"}, []client.Candidate{{CID: "st", Caps: []client.Cap{{Dim: "device", Day: 3}}}})
+	if err != nil || got[0].Allowed || got[0].Reason != client.DayCap || got[0].Degraded || !got[0].Stale || got[0].StaleMs != 1200 {
+		t.Errorf("stale counts: %+v, %v; want blocked by the day cap, stale 1200 ms, not degraded", got[0], err)
+	}
+}
