@@ -802,13 +802,16 @@ func (st *stack) freeze(ctx context.Context) (result, error) {
 	}
 	attacker := vegeta.NewAttacker(vegeta.KeepAlive(true), vegeta.Workers(64), vegeta.Timeout(time.Second), vegeta.MaxBody(512))
 	frozen := make(chan struct{})
+	var thawed atomic.Int64 // unix ns of SIGCONT
 	go func() {
 		time.Sleep(time.Second)
 		_ = st.redis.cmd.Process.Signal(syscall.SIGSTOP)
 		close(frozen)
 		time.Sleep(st.s.duration - 2*time.Second)
 		_ = st.redis.cmd.Process.Signal(syscall.SIGCONT)
+		thawed.Store(time.Now().UnixNano())
 	}()
+	var firstFresh time.Duration // from SIGCONT to the end of the first fresh answer sent after it
 	var m vegeta.Metrics
 	var stale, zero, fresh int
 	before := st.cpu()
@@ -822,6 +825,9 @@ func (st *stack) freeze(ctx context.Context) (result, error) {
 			zero++
 		default:
 			fresh++
+			if t := thawed.Load(); t > 0 && firstFresh == 0 && res.Timestamp.UnixNano() >= t {
+				firstFresh = res.Timestamp.Add(res.Latency).Sub(time.Unix(0, t))
+			}
 		}
 		if ctx.Err() != nil {
 			attacker.Stop()
@@ -838,8 +844,8 @@ func (st *stack) freeze(ctx context.Context) (result, error) {
 		}
 	}
 	n := max(stale+zero+fresh, 1)
-	r.note = fmt.Sprintf("Redis frozen %s of %s: %.1f%% stale, %.1f%% zero (never read before), %.1f%% fresh",
-		st.s.duration-2*time.Second, st.s.duration, 100*float64(stale)/float64(n), 100*float64(zero)/float64(n), 100*float64(fresh)/float64(n))
+	r.note = fmt.Sprintf("Redis frozen %s of %s: %.1f%% stale, %.1f%% zero (never read before), %.1f%% fresh; first fresh answer %s after SIGCONT",
+		st.s.duration-2*time.Second, st.s.duration, 100*float64(stale)/float64(n), 100*float64(zero)/float64(n), 100*float64(fresh)/float64(n), ms(firstFresh))
 	return r, ctx.Err()
 }
 
