@@ -29,6 +29,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/freqcap/freqcap/lua"
@@ -595,35 +597,43 @@ func (st *stack) profile(scenario, url, service string) {
 }
 
 // metric sums every sample of a Prometheus series family on url.
-// metric sums the samples of a metric, of those whose labels hold every
-// one of match (e.g. `reason="x"`).
-func metric(url, name string, match ...string) float64 {
+// metric sums the samples of a metric whose labels hold every one of
+// labels ("name=value"), parsed with Prometheus's own text parser.
+func metric(url, name string, labels ...string) float64 {
 	resp, err := http.Get(url)
 	if err != nil {
 		return 0
 	}
 	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0
+	}
 	var sum float64
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") && containsAll(line, match) {
-			f := strings.Fields(line)
-			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-			sum += v
+	for _, m := range fams[name].GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		matches := true
+		for _, kv := range labels {
+			k, v, _ := strings.Cut(kv, "=")
+			matches = matches && have[k] == v
+		}
+		if !matches {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			sum += m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			sum += m.GetGauge().GetValue()
+		case m.Untyped != nil:
+			sum += m.GetUntyped().GetValue()
 		}
 	}
 	return sum
-}
-
-func containsAll(s string, subs []string) bool {
-	for _, sub := range subs {
-		if !strings.Contains(s, sub) {
-			return false
-		}
-	}
-	return true
 }
 
 func (st *stack) degraded() int {
@@ -639,7 +649,7 @@ func (st *stack) endToEnd(ctx context.Context, round int) (result, error) {
 		return result{}, err
 	}
 	acceptedBefore := metric(st.adminURL+"/metrics", "freqcap_callback_notices_accepted_total")
-	unsureBefore := metric(st.adminURL+"/metrics", "freqcap_callback_notices_rejected_total", `reason="journal_unavailable"`)
+	unsureBefore := metric(st.adminURL+"/metrics", "freqcap_callback_notices_rejected_total", "reason=journal_unavailable")
 	r, err := st.wrk(ctx, "end-to-end", st.callbackURL, "win", round, true)
 	if err != nil {
 		return r, err
@@ -663,7 +673,7 @@ func (st *stack) endToEnd(ctx context.Context, round int) (result, error) {
 	// counted. A 503 for a journal write that did not answer in time is
 	// unsure: Redis may have run it, and then the notice counts (once: the
 	// exchange's resend carries the same eid).
-	unsure := int64(metric(st.adminURL+"/metrics", "freqcap_callback_notices_rejected_total", `reason="journal_unavailable"`) - unsureBefore)
+	unsure := int64(metric(st.adminURL+"/metrics", "freqcap_callback_notices_rejected_total", "reason=journal_unavailable") - unsureBefore)
 	answered := r.rate
 	r.rate = float64(accepted) / st.s.duration.Seconds()
 	r.note = fmt.Sprintf("accepted %d, counted %d, dropped %.0f, 503 after an unsure journal write %d; %.0f answers/s, the rest 503",
