@@ -17,10 +17,6 @@ import (
 // openapi/callback.yaml is valid and describes exactly the routes of both
 // listeners.
 func TestOpenAPIDescribesEveryRoute(t *testing.T) {
-	doc, err := apispec.Load("../openapi/callback.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	s, err := loadSettings(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -37,12 +33,12 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 		routes = append(routes, rs...)
 	}
 	slices.Sort(routes)
-	missing, stale := apispec.Diff(routes, apispec.Operations(doc))
-	for _, r := range missing {
-		t.Errorf("openapi/callback.yaml lacks %s", r)
+	problems, err := apispec.Check("../openapi/callback.yaml", routes)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, o := range stale {
-		t.Errorf("openapi/callback.yaml describes %s, which callback does not serve", o)
+	for _, p := range problems {
+		t.Error(p)
 	}
 	if len(routes) < 10 {
 		t.Fatalf("only %d routes walked: %v", len(routes), routes)

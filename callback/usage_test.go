@@ -21,25 +21,12 @@ func TestHelpAndVersionAgreeWithREADME(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := config.Documented(string(readme), "callback")
+	problems, err := config.Disagreements[Config](string(readme), "callback", out.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range config.Vars[Config]() {
-		if !strings.Contains(out.String(), v.Name) || v.Help == "" {
-			t.Errorf("--help lacks %s or its meaning", v.Name)
-		}
-		def, ok := doc[v.Name]
-		switch {
-		case !ok:
-			t.Errorf("README's callback table lacks %s", v.Name)
-		case def != v.Default:
-			t.Errorf("README says %s defaults to %q, the code %q", v.Name, def, v.Default)
-		}
-		delete(doc, v.Name)
-	}
-	for name := range doc {
-		t.Errorf("README's callback table lists %s, which callback does not read", name)
+	for _, p := range problems {
+		t.Error(p)
 	}
 
 	out.Reset()

@@ -175,7 +175,7 @@ func (v *views) handleTotal(deg *degrader) http.Handler {
 		}
 		ans := map[string]any{"article": article, "total": n, "degraded": err != nil}
 		if err != nil {
-			code := readCode(err)
+			code := v.store.code(err)
 			deg.count(r, code, firstLine(err))
 			ans["total"], ans["code"] = 0, code
 		}

@@ -75,3 +75,21 @@ func Diff(routes, ops []string) (missing, stale []string) {
 	}
 	return missing, stale
 }
+
+// Check loads and validates the description at path and says which of
+// routes it lacks and which of its operations no route serves.
+func Check(path string, routes []string) ([]string, error) {
+	doc, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	missing, stale := Diff(routes, Operations(doc))
+	var out []string
+	for _, r := range missing {
+		out = append(out, fmt.Sprintf("%s lacks %s", path, r))
+	}
+	for _, o := range stale {
+		out = append(out, fmt.Sprintf("%s describes %s, which no route serves", path, o))
+	}
+	return out, nil
+}

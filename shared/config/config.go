@@ -191,3 +191,35 @@ func Documented(readme, service string) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// Disagreements compares T's variables with a README's table for service
+// (see Documented) and the --help text usage: each variable must be in
+// both with its default and a meaning, and the table must list nothing T
+// does not read (but the names in others, such as Go's own GOGC).
+func Disagreements[T any](readme, service, usage string, others ...string) ([]string, error) {
+	doc, err := Documented(readme, service)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, v := range Vars[T]() {
+		if !strings.Contains(usage, v.Name) || v.Help == "" {
+			out = append(out, fmt.Sprintf("--help lacks %s or its meaning", v.Name))
+		}
+		def, ok := doc[v.Name]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("README's %s table lacks %s", service, v.Name))
+		case def != v.Default:
+			out = append(out, fmt.Sprintf("README says %s defaults to %q, the code %q", v.Name, def, v.Default))
+		}
+		delete(doc, v.Name)
+	}
+	for _, name := range others {
+		delete(doc, name)
+	}
+	for name := range doc {
+		out = append(out, fmt.Sprintf("README's %s table lists %s, which %s does not read", service, name, service))
+	}
+	return out, nil
+}

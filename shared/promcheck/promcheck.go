@@ -5,6 +5,7 @@ package promcheck
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -87,4 +88,25 @@ func DashboardMetrics(path string) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// Unregistered checks a dashboard's metrics against what r registered:
+// those of the dashboard with none of the prefixes in others (the other
+// services' metrics) must be among r's names. It returns what is not, and
+// how many it checked.
+func (r *Recorder) Unregistered(dashboardPath string, others ...string) (problems []string, checked int, err error) {
+	used, err := DashboardMetrics(dashboardPath)
+	if err != nil {
+		return nil, 0, err
+	}
+	for name, panel := range used {
+		if slices.ContainsFunc(others, func(p string) bool { return strings.HasPrefix(name, p) }) {
+			continue
+		}
+		checked++
+		if !slices.Contains(r.names, name) {
+			problems = append(problems, fmt.Sprintf("panel %q plots %s, which is not registered", panel, name))
+		}
+	}
+	return problems, checked, nil
 }
