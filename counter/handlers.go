@@ -132,18 +132,28 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any, shap
 			return apierr.Unavailablef("gone while waiting to decode: %v", r.Context().Err())
 		}
 	}
-	dec := gojson.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return apierr.Invalid("body over %d bytes (%s)", limit, shape)
 		}
 		return apierr.Invalid("body must be JSON %s: %s", shape, err)
 	}
+	// No string the API takes is longer than maxJSONString: an oversize id
+	// is refused here, before the decoder builds it.
+	if at := longString(body, maxJSONString); at >= 0 {
+		return apierr.Invalid("body holds a string of more than %d bytes at offset %d: ids are at most 128 bytes", maxJSONString, at)
+	}
+	br := bytes.NewReader(body)
+	dec := gojson.NewDecoder(br)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return apierr.Invalid("body must be JSON %s: %s", shape, err)
+	}
 	// Only whitespace may follow the object: "{...}}" or "{...} [" is not
 	// one JSON object either (dec.More stops at a closing bracket).
-	rest, err := io.ReadAll(io.MultiReader(dec.Buffered(), r.Body))
+	rest, err := io.ReadAll(io.MultiReader(dec.Buffered(), br))
 	if err != nil {
 		return apierr.Invalid("body must be JSON %s: %s", shape, err)
 	}
@@ -151,6 +161,31 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any, shap
 		return apierr.Invalid("body must hold one JSON object, with nothing after it (found %.20q)", bytes.TrimSpace(rest))
 	}
 	return nil
+}
+
+// maxJSONString bounds one JSON string of a body, escapes included: the
+// longest the API takes is a 256-byte business key, which \u escapes
+// may make six times as long.
+const maxJSONString = 1536
+
+// longString returns the offset of the first JSON string in b longer than
+// max bytes (between its quotes, escapes as written), or -1.
+func longString(b []byte, max int) int {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '"' {
+			continue
+		}
+		start := i
+		for i++; i < len(b) && b[i] != '"'; i++ {
+			if b[i] == '\\' {
+				i++
+			}
+		}
+		if i-start-1 > max {
+			return start
+		}
+	}
+	return -1
 }
 
 // batchBody bounds the JSON of a batch of maxItems: 1 KiB an item, where

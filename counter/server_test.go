@@ -228,6 +228,8 @@ func TestHTTPBadInputChangesNothing(t *testing.T) {
 		{"POST", "/v1/freq/batch", `not json`, 400, "body must be JSON"},
 		// A body beyond 1 KiB an item of COUNTER_MAX_BATCH (3 here) is refused unread.
 		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"` + strings.Repeat("x", 4000) + `"}}]}`, 400, "body over 3072 bytes"},
+		// An oversize id is refused before the decoder builds it.
+		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"` + strings.Repeat("x", 2000) + `"}}]}`, 400, "a string of more than 1536 bytes"},
 		// Strict parsing: nothing malformed is dropped silently.
 		{"POST", "/v1/incr?cid=42&device=abc&eid=x%zz", "", 400, `malformed query parameter "eid=x%zz"`},
 		{"POST", "/v1/incr?cid=42&device=abc&windowHours=3%zz", "", 400, `malformed query parameter "windowHours=3%zz"`},
