@@ -159,22 +159,25 @@ func run(ctx context.Context) error {
 	for round := 1; round <= s.rounds; round++ {
 		// Latency first, on a quiet machine, before the write scenarios of
 		// the round grow Redis.
-		for _, name := range []string{"latency-baseline", "latency-hot", "latency-cold", "latency-win", "latency-freeze"} {
+		for _, name := range []string{"latency-baseline", "latency-hot", "latency-cold", "latency-win", "latency-freeze", "decide-50-http", "decide-50-direct"} {
 			if !s.wants(name) {
 				continue
 			}
 			var res result
 			var err error
-			if name == "latency-freeze" {
+			switch name {
+			case "latency-freeze":
 				res, err = st.freeze(ctx)
-			} else {
+			case "decide-50-http", "decide-50-direct":
+				res, err = st.decide(ctx, name)
+			default:
 				res, err = st.constantRate(ctx, name)
 			}
 			if err != nil {
 				return err
 			}
 			rep.add(name, res, result{})
-			fmt.Printf("round %d %-12s at %d req/s: p50 %s p99 %s p99.9 %s (%d errors) %s\n", round, name, s.rate, ms(res.p50), ms(res.p99), ms(res.p999), res.errors, res.note)
+			fmt.Printf("round %d %-12s at %.0f/s: p50 %s p99 %s p99.9 %s (%d errors) %s\n", round, name, res.rate, ms(res.p50), ms(res.p99), ms(res.p999), res.errors, res.note)
 		}
 		for _, sc := range scenarios(st) {
 			if !st.s.wants(sc.name) {

@@ -63,10 +63,11 @@ func withToken(hc *http.Client, base http.RoundTripper, token string) *http.Clie
 	return &c
 }
 
-// Client reads counts from one counter. It is safe for concurrent use.
+// Client reads counts from one counter, over HTTP (New) or straight from
+// its Redis (NewDirect). It is safe for concurrent use.
 type Client struct {
-	batchURL   string
-	http       *http.Client
+	read       func(context.Context, *counting.BatchRequest) ([]counting.Answer, error)
+	close      func()
 	timeout    time.Duration
 	failClosed bool
 	limiter    *rate.Limiter
@@ -82,9 +83,22 @@ func New(counterURL string, opts Options) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("freqcap client: counter URL must be http(s)://host:port, got %q", counterURL)
 	}
+	c := newClient(opts)
+	h := &httpReader{batchURL: u.JoinPath("/v1/freq/batch").String()}
+	h.http = withToken(opts.HTTPClient, &http.Transport{
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+	}, opts.Token)
+	c.read = h.read
+	return c, nil
+}
+
+// newClient is what both kinds of Client share: the deadline, the rate
+// limit and the default.
+func newClient(opts Options) *Client {
 	c := &Client{
-		batchURL:   u.JoinPath("/v1/freq/batch").String(),
-		http:       opts.HTTPClient,
+		close:      func() {},
 		timeout:    opts.Timeout,
 		failClosed: opts.FailClosed,
 		limiter:    rate.NewLimiter(rate.Inf, 0),
@@ -96,13 +110,12 @@ func New(counterURL string, opts Options) (*Client, error) {
 	if opts.RateLimit > 0 {
 		c.limiter = rate.NewLimiter(opts.RateLimit, max(opts.Burst, 1))
 	}
-	c.http = withToken(c.http, &http.Transport{
-		MaxIdleConns:        256,
-		MaxIdleConnsPerHost: 256,
-		IdleConnTimeout:     90 * time.Second,
-	}, opts.Token)
-	return c, nil
+	return c
 }
+
+// Close releases the Client's connections (those to Redis of a direct
+// Client); the Client must not be used after.
+func (c *Client) Close() { c.close() }
 
 // Identities are the ids of one bid request by dimension, e.g.
 // {"device": "6f1c...", "bundle": "com.example.app", "tagid": "banner-1"}.
@@ -227,7 +240,9 @@ func (c *Client) Decide(ctx context.Context, ids Identities, cands []Candidate) 
 		c.degradeAll(out, refs)
 		return out, ErrRateLimited
 	}
-	resp, err := c.fetch(ctx, &req)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	results, err := c.read(ctx, &req)
 	if err != nil {
 		c.degradeAll(out, refs)
 		return out, err
@@ -236,7 +251,7 @@ func (c *Client) Decide(ctx context.Context, ids Identities, cands []Candidate) 
 	var degraded int
 	for k, r := range refs {
 		d := &out[r.cand]
-		res := resp.Results[k]
+		res := results[k]
 		if res.Degraded || res.Code != 0 {
 			degraded++
 			c.degrade(d)
@@ -299,19 +314,23 @@ func (c *Client) degradeAll(out []Decision, refs []ref) {
 	}
 }
 
-func (c *Client) fetch(ctx context.Context, req *counting.BatchRequest) (*counting.BatchResponse, error) {
+// httpReader reads counts with POST /v1/freq/batch.
+type httpReader struct {
+	batchURL string
+	http     *http.Client
+}
+
+func (h *httpReader) read(ctx context.Context, req *counting.BatchRequest) ([]counting.Answer, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.batchURL, bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, h.batchURL, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	hreq.Header.Set("Content-Type", "application/json")
-	hresp, err := c.http.Do(hreq)
+	hresp, err := h.http.Do(hreq)
 	if err != nil {
 		return nil, fmt.Errorf("freqcap client: %w", err)
 	}
@@ -327,7 +346,7 @@ func (c *Client) fetch(ctx context.Context, req *counting.BatchRequest) (*counti
 	if len(resp.Results) != len(req.Items) {
 		return nil, fmt.Errorf("freqcap client: %d results for %d items", len(resp.Results), len(req.Items))
 	}
-	return &resp, nil
+	return resp.Results, nil
 }
 
 // AuctionEID is the event id a bid response puts in its notice URLs: the

@@ -70,3 +70,35 @@ func ExampleNoticeURLs() {
 	// https://cb.example.com/billing?cid=42&bundle=com.example&device=6f1c2a9e&eid=${AUCTION_ID}:${AUCTION_IMP_ID}
 	// https://cb.example.com/imp?cid=42&bundle=com.example&device=6f1c2a9e&eid=${AUCTION_ID}:${AUCTION_IMP_ID}
 }
+
+func ExampleNewDirect() {
+	// Earlier today: two wins of campaign 45 on this device.
+	for i := range 2 {
+		count(fmt.Sprintf("cid=45&device=dev-2&bundle=com.example&eid=ex-c%d:1", i))
+	}
+
+	// Once, at start-up: what the counter counts, and a client reading the
+	// counter's Redis (its REDIS_URL) itself.
+	schema, err := client.FetchSchema(context.Background(), counterURL, testToken)
+	if err != nil {
+		panic(err)
+	}
+	fc, err := client.NewDirect(redisURL, client.Options{Timeout: time.Second},
+		client.DirectOptions{Schema: schema, CachedDims: []string{"bundle", "tagid"}})
+	if err != nil {
+		panic(err)
+	}
+	defer fc.Close()
+
+	ids := client.Identities{"device": "dev-2", "bundle": "com.example"}
+	decisions, _ := fc.Decide(context.Background(), ids, []client.Candidate{
+		{CID: "45", Caps: []client.Cap{{Dim: "device", Day: 2}}},
+		{CID: "45", Caps: []client.Cap{{Dim: "device", Day: 3}, {Dim: "bundle", Day: 100}}},
+	})
+	for _, d := range decisions {
+		fmt.Println(d)
+	}
+	// Output:
+	// 45: blocked by day_cap on device (2 of 2)
+	// 45: allowed
+}

@@ -14,7 +14,7 @@ import (
 
 // counterURL and callbackURL are a real counter and callback over a real
 // redis-server, started for the package's tests and examples.
-var counterURL, counterOpsURL, callbackURL string
+var counterURL, counterOpsURL, callbackURL, redisURL string
 
 // testToken is the bearer token the test counter requires: the client's
 // calls carry it (Options.Token), as callback's do (COUNTER_TOKEN).
@@ -71,7 +71,7 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer callback.Kill()
-	counterURL, counterOpsURL, callbackURL = "http://"+addr, "http://"+ops, "http://"+public
+	counterURL, counterOpsURL, callbackURL, redisURL = "http://"+addr, "http://"+ops, "http://"+public, redis.URL()
 	return m.Run(), nil
 }
 

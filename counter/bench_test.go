@@ -1,7 +1,6 @@
 package main
 
 import (
-	"connectrpc.com/connect"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"connectrpc.com/connect"
 
 	gojson "github.com/goccy/go-json"
 	"github.com/redis/rueidis"

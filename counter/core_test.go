@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/keyspace"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
 
@@ -106,11 +107,11 @@ func TestEveryKeyOfACounterSharesItsHashTag(t *testing.T) {
 		{Scope: counting.Scope{Campaign: "42", Event: "win"}, Subject: counting.Subject{Dim: "device", ID: "a}b{c:d%e"}, EventID: "e}1:{x"},
 		{Scope: counting.Scope{Business: 7}, Subject: counting.Subject{ID: "user:{1}"}, EventID: "r:1}"},
 	} {
-		want := hashTag(tagged("", &it))
+		want := hashTag(keyspace.Tagged("", &it))
 		if strings.ContainsAny(strings.Trim(want, "{}"), "{}") {
 			t.Errorf("tag %q holds a brace", want)
 		}
-		for _, key := range []string{windowKey(&it), hoursKey(&it), slidingKey(&it), dedupeKey(&it)} {
+		for _, key := range []string{keyspace.Window(&it), keyspace.Hours(&it), keyspace.Sliding(&it), keyspace.Dedupe(&it)} {
 			if got := hashTag(key); got != want {
 				t.Errorf("key %q: hash tag %q, want %q", key, got, want)
 			}

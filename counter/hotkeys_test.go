@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/keyspace"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
 
@@ -49,7 +50,7 @@ func TestAHotDeviceStopsReachingRedis(t *testing.T) {
 	mustIncr(t, st, q[0])
 	deadline := time.Now().Add(10 * time.Second)
 	reads := 0
-	for reads < 10_000 || !st.hot.isHot(tagged("", &itemsOf(q)[0])) {
+	for reads < 10_000 || !st.hot.isHot(keyspace.Tagged("", &itemsOf(q)[0])) {
 		if r := st.Read(ctx, q)[0]; r.Err != nil || r.Counts[0].Day != 1 {
 			t.Fatalf("read %d: %+v", reads, r)
 		}

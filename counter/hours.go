@@ -8,6 +8,7 @@ import (
 
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/keyspace"
 )
 
 // hoursKind is "the last N hours" from hour buckets: the Hash
@@ -15,8 +16,6 @@ import (
 // configuration (COUNTER_MAX_WINDOW_HOURS), never the writer's window: every
 // write keeps that many hours, so any window a read may ask for is whole.
 type hoursKind struct{}
-
-func hoursKey(it *counting.Item) string { return tagged("hfreq:", it) }
 
 func (hoursKind) check(it *counting.Item, lim *limits, field string) error {
 	if it.Spec.Span < 1 || it.Spec.Span > int64(lim.maxHours) {
@@ -26,7 +25,7 @@ func (hoursKind) check(it *counting.Item, lim *limits, field string) error {
 }
 
 func (hoursKind) write(it *counting.Item, e *env) writing {
-	return writing{part: "hours", keys: []string{hoursKey(it)}, args: []string{
+	return writing{part: "hours", keys: []string{keyspace.Hours(it)}, args: []string{
 		strconv.FormatInt(e.hour, 10),
 		strconv.Itoa(e.retention),
 		strconv.FormatInt(it.Spec.Span, 10),
@@ -42,25 +41,9 @@ func (hoursKind) wrote(_ *counting.Item, _ *env, v []int64, r *counting.Result) 
 }
 
 func (hoursKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
-	return []rueidis.Cacheable{e.b.Hmget().Key(hoursKey(it)).Field(e.fields(e.hour, int(it.Spec.Span))...).Cache()}, true
+	return []rueidis.Cacheable{keyspace.ReadHours(e.b, it, e.fields(e.hour, int(it.Spec.Span)))}, true
 }
 
 func (hoursKind) got(_ *counting.Item, _ *env, rs []rueidis.RedisResult, r *counting.Result) error {
-	vals, err := rs[0].ToArray()
-	if err != nil {
-		return err
-	}
-	var sum int64
-	for _, v := range vals {
-		if v.IsNil() {
-			continue
-		}
-		n, err := v.AsInt64()
-		if err != nil {
-			return err
-		}
-		sum += n
-	}
-	r.Count = sum
-	return nil
+	return keyspace.GotHours(rs, r)
 }

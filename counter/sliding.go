@@ -11,6 +11,7 @@ import (
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/ids"
+	"github.com/freqcap/freqcap/shared/keyspace"
 )
 
 var (
@@ -22,10 +23,6 @@ var (
 // member = event id, score = unix ms. The span is part of the key, so each
 // window keeps exactly its own events and no writer trims another's.
 type slidingKind struct{}
-
-func slidingKey(it *counting.Item) string {
-	return tagged("sfreq:", it) + ":" + strconv.FormatInt(it.Spec.Span, 10)
-}
 
 func (slidingKind) check(it *counting.Item, lim *limits, field string) error {
 	s := it.Spec
@@ -54,7 +51,7 @@ func member(it *counting.Item) string {
 }
 
 func (slidingKind) write(it *counting.Item, e *env) writing {
-	return writing{script: slidingScript, keys: []string{slidingKey(it)}, args: []string{
+	return writing{script: slidingScript, keys: []string{keyspace.Sliding(it)}, args: []string{
 		strconv.FormatInt(e.now.UnixMilli(), 10),
 		strconv.FormatInt(it.Spec.Span*1000, 10),
 		strconv.FormatInt(it.Spec.Limit, 10),
@@ -78,34 +75,16 @@ func (slidingKind) wrote(_ *counting.Item, _ *env, v []int64, r *counting.Result
 }
 
 func (slidingKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
-	k := slidingKey(it)
-	from := strconv.FormatInt(e.now.UnixMilli()-it.Spec.Span*1000, 10)
-	return []rueidis.Cacheable{
-		e.b.Zcount().Key(k).Min(from).Max("+inf").Cache(),
-		// The newest event still in the window; an older one is forgotten.
-		e.b.Zrange().Key(k).Min("+inf").Max(from).Byscore().Rev().Limit(0, 1).Withscores().Cache(),
-	}, false
+	return keyspace.ReadSliding(e.b, it, e.now.UnixMilli()), false
 }
 
 func (slidingKind) got(_ *counting.Item, _ *env, rs []rueidis.RedisResult, r *counting.Result) error {
-	n, err := rs[0].AsInt64()
-	if err != nil {
-		return err
-	}
-	zs, err := rs[1].AsZScores()
-	if err != nil {
-		return err
-	}
-	r.Count = n
-	if len(zs) > 0 {
-		r.LastAt = int64(zs[0].Score)
-	}
-	return nil
+	return keyspace.GotSliding(rs, r)
 }
 
 // undoSliding takes back an event that a write recorded at atMs, when the
 // request it belonged to was refused elsewhere (all-or-nothing across
 // counters that may live in different Cluster slots).
 func undoSliding(ctx context.Context, rdb rueidis.Client, it *counting.Item, atMs int64) error {
-	return unpaceScript.Exec(ctx, rdb, []string{slidingKey(it)}, []string{it.EventID, strconv.FormatInt(atMs, 10)}).Error()
+	return unpaceScript.Exec(ctx, rdb, []string{keyspace.Sliding(it)}, []string{it.EventID, strconv.FormatInt(atMs, 10)}).Error()
 }

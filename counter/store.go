@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -14,6 +13,7 @@ import (
 	"github.com/freqcap/freqcap/lua"
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/keyspace"
 	"github.com/freqcap/freqcap/shared/redisconn"
 )
 
@@ -32,7 +32,7 @@ type Store struct {
 	metrics     *metrics
 	jobs        chan *readJob
 	retention   int
-	hours       atomic.Pointer[hourFields]
+	hours       *keyspace.HourFields
 	reach       *redisconn.Reach
 	known       *lastKnown // nil when COUNTER_STALE_MAX is 0
 	hot         *hotKeys   // nil when COUNTER_HOT_KEY_RATE is 0
@@ -48,7 +48,7 @@ func (s *Store) env() *env {
 		hour:      now.Unix() / 3600,
 		dedupeTTL: s.dedupeTTL,
 		retention: s.retention,
-		fields:    s.fields,
+		fields:    s.hours.Of,
 	}
 }
 
@@ -139,7 +139,7 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 		w := kinds[it.Spec.Kind].write(it, e)
 		group := w.keys[0]
 		if w.part != "" {
-			group = dedupeKey(it)
+			group = keyspace.Dedupe(it)
 		}
 		rs, ok := groups[group]
 		if !ok {
@@ -282,26 +282,6 @@ type span struct {
 	from, to int
 }
 
-// hourFields are the hash fields of the largest window for one hour,
-// formatted once an hour instead of on every read.
-type hourFields struct {
-	hour int64
-	all  []string // hour-retention+1 .. hour
-}
-
-// fields returns the hash fields of the n hours up to hour, oldest first.
-func (s *Store) fields(hour int64, n int) []string {
-	hf := s.hours.Load()
-	if hf == nil || hf.hour != hour || len(hf.all) < n {
-		hf = &hourFields{hour: hour, all: make([]string, max(n, s.retention))}
-		for k := range hf.all {
-			hf.all[k] = strconv.FormatInt(hour-int64(len(hf.all))+1+int64(k), 10)
-		}
-		s.hours.Store(hf)
-	}
-	return hf.all[len(hf.all)-n:]
-}
-
 func (s *Store) read(ctx context.Context, items []counting.Item) []counting.Result {
 	e := s.env()
 	cached := make([]rueidis.CacheableTTL, 0, 2*len(items))
@@ -316,7 +296,7 @@ func (s *Store) read(ctx context.Context, items []counting.Item) []counting.Resu
 			// too, for as long as it stays hot. Most reads are neither
 			// sampled nor looked up (nothing is hot): no key is built.
 			if sampled := s.hot.sample(); sampled || s.hot.size() > 0 {
-				tag := tagged("", it)
+				tag := keyspace.Tagged("", it)
 				if sampled {
 					s.hot.observe(tag)
 				}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/keyspace"
 )
 
 // windowKind is a String with a TTL, opened by the first hit: kinds day
@@ -17,13 +18,6 @@ import (
 // whatever the unit, as in seed 002, and an Add with another span counts
 // into the live window without moving its end.
 type windowKind struct{ unit counting.Kind }
-
-func windowKey(it *counting.Item) string {
-	if it.Scope.Business != 0 {
-		return tagged("gfreq:", it)
-	}
-	return tagged("freq:", it)
-}
 
 func (k windowKind) check(it *counting.Item, lim *limits, field string) error {
 	span := it.Spec.Span
@@ -66,7 +60,7 @@ func (k windowKind) write(it *counting.Item, e *env) writing {
 	// Relative to the counter's clock, rounded up to the millisecond as
 	// dayTTL is: the window never ends before its span does.
 	ttl := (k.windowEnd(it, e).Sub(e.now) + time.Millisecond - 1).Truncate(time.Millisecond)
-	return writing{part: "window", keys: []string{windowKey(it)}, args: []string{strconv.FormatInt(ttl.Milliseconds(), 10)}}
+	return writing{part: "window", keys: []string{keyspace.Window(it)}, args: []string{strconv.FormatInt(ttl.Milliseconds(), 10)}}
 }
 
 func (k windowKind) wrote(it *counting.Item, e *env, v []int64, r *counting.Result) error {
@@ -79,34 +73,16 @@ func (k windowKind) wrote(it *counting.Item, e *env, v []int64, r *counting.Resu
 }
 
 func (k windowKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
-	key := windowKey(it)
-	get := e.b.Get().Key(key).Cache()
-	if it.Scope.Campaign != "" {
-		// A campaign's day window always ends at the end of today.
-		return []rueidis.Cacheable{get}, true
-	}
-	// The TTL shrinks every millisecond: a cached one would be wrong.
-	return []rueidis.Cacheable{get, e.b.Pttl().Key(key).Cache()}, false
+	return keyspace.ReadWindow(e.b, it)
 }
 
 func (k windowKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *counting.Result) error {
-	n, err := rs[0].AsInt64()
-	if rueidis.IsRedisNil(err) {
-		r.Code, r.Msg = apierr.KeyNotFound, "no live window"
-		return nil
-	}
-	if err != nil {
+	if err := keyspace.GotWindow(rs, r); err != nil || r.Code != apierr.OK {
 		return err
 	}
-	r.Count = n
 	if len(rs) == 1 {
+		// A campaign's day: the TTL is the time left today.
 		r.TTLMs = dayTTL(e.now, e.loc).Milliseconds()
-		return nil
 	}
-	ttl, err := rs[1].AsInt64()
-	if err != nil {
-		return err
-	}
-	r.TTLMs = max(ttl, 0)
 	return nil
 }

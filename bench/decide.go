@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/freqcap/freqcap/client"
+)
+
+// decideRate is how many Decide calls of 50 candidates a second the
+// decide runs make: 150 counters and 300 Redis commands a call.
+const decideRate = 200
+
+// decideCandidates are 50 campaigns capped on the device (cold: one of the
+// filled devices per call), the bundle and the tag id (hot, cached).
+func decideCandidates() []client.Candidate {
+	cands := make([]client.Candidate, 50)
+	for i := range cands {
+		cid := "42"
+		if i > 0 {
+			cid = "d" + strconv.Itoa(i)
+		}
+		cands[i] = client.Candidate{CID: cid, Caps: []client.Cap{
+			{Dim: "device", Day: 10, Windows: []client.Window{{Hours: 3, Limit: 5}}},
+			{Dim: "bundle", Day: 1_000_000, Windows: []client.Window{{Hours: 3, Limit: 500_000}}},
+			{Dim: "tagid", Day: 1_000_000},
+		}}
+	}
+	return cands
+}
+
+// decide times one Decide of 50 candidates at decideRate calls/s from the
+// bench process: over HTTP through the counter (name decide-50-http) or
+// reading Redis directly (decide-50-direct). Calls are started on a
+// schedule, not one after the other, so a slow call does not hide the
+// queue behind it. Both use the bench counter's 100 ms deadline; a
+// degraded call is an error.
+func (st *stack) decide(ctx context.Context, name string) (result, error) {
+	opts := client.Options{Timeout: 100 * time.Millisecond}
+	var c *client.Client
+	var err error
+	if name == "decide-50-direct" {
+		c, err = client.NewDirect("redis://"+st.redisAddr, opts, client.DirectOptions{})
+	} else {
+		c, err = client.New(st.counterURL, opts)
+	}
+	if err != nil {
+		return result{}, err
+	}
+	defer c.Close()
+	cands := decideCandidates()
+	var mu sync.Mutex
+	var took []time.Duration
+	var failed int
+	call := func(i int) {
+		ids := client.Identities{"device": deviceID(i * 7919 % st.s.fill), "bundle": "com.hot", "tagid": "7"}
+		start := time.Now()
+		_, err := c.Decide(ctx, ids, cands)
+		d := time.Since(start)
+		mu.Lock()
+		defer mu.Unlock()
+		took = append(took, d)
+		if err != nil {
+			failed++
+		}
+	}
+	run := func(d time.Duration) {
+		var wg sync.WaitGroup
+		tick := time.NewTicker(time.Second / decideRate)
+		defer tick.Stop()
+		for i, end := 0, time.Now().Add(d); time.Now().Before(end) && ctx.Err() == nil; i++ {
+			<-tick.C
+			wg.Go(func() { call(i) })
+		}
+		wg.Wait()
+	}
+	run(2 * time.Second) // warm-up: connections, caches
+	took, failed = nil, 0
+	before := st.cpu()
+	start := time.Now()
+	run(st.s.duration)
+	r := result{rate: float64(len(took)) / time.Since(start).Seconds(), cpu: st.cpuSince(before, time.Since(start)), errors: failed}
+	slices.Sort(took)
+	if len(took) > 0 {
+		q := func(p float64) time.Duration { return took[min(len(took)-1, int(p*float64(len(took))))] }
+		r.p50, r.p99, r.p999 = q(0.50), q(0.99), q(0.999)
+	}
+	r.note = fmt.Sprintf("%d calls of 50 candidates (150 counters), %d degraded", len(took), failed)
+	return r, ctx.Err()
+}

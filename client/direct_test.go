@@ -1,0 +1,254 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/freqcap/freqcap/client"
+	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/redistest"
+)
+
+func newDirect(t *testing.T, url string, opts client.Options, d client.DirectOptions) *client.Client {
+	t.Helper()
+	if opts.Timeout == 0 {
+		opts.Timeout = 2 * time.Second
+	}
+	c, err := client.NewDirect(url, opts, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// countBatch counts notices on the counter in one /v1/incr/batch.
+func countBatch(t *testing.T, items []counting.BatchItem) {
+	t.Helper()
+	body, err := json.Marshal(counting.BatchRequest{Items: items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, counterURL+"/v1/incr/batch", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got counting.BatchResponse
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("incr/batch: %d, %v", resp.StatusCode, err)
+	}
+	for i, r := range got.Results {
+		if r.Code != 0 {
+			t.Fatalf("incr/batch item %d: %d %s", i, r.Code, r.Msg)
+		}
+	}
+}
+
+// A direct Client decides exactly as an HTTP Client on the same counts:
+// random notices, then random candidate lists asked of both.
+func TestDirectDecidesAsHTTP(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 13))
+	pick := func(prefix string, n int) string { return fmt.Sprintf("%s%d", prefix, rng.IntN(n)) }
+	var notices []counting.BatchItem
+	for i := range 400 {
+		it := counting.BatchItem{
+			CID:  pick("dx", 6),
+			Dims: map[string]string{"device": pick("dev-", 5), "bundle": pick("com.b", 3), "tagid": pick("tag-", 2)},
+			EID:  fmt.Sprintf("dx-%d", i),
+		}
+		if rng.IntN(2) == 0 {
+			it.WindowHours = []int{24}
+		}
+		if rng.IntN(3) == 0 {
+			it.PaceWindowSec = 3600
+		}
+		notices = append(notices, it)
+	}
+	for i := 0; i < len(notices); i += 100 {
+		countBatch(t, notices[i:i+100])
+	}
+
+	viaHTTP := newClient(t, client.Options{})
+	direct := newDirect(t, redisURL, client.Options{}, client.DirectOptions{})
+	blocked := map[client.Reason]int{}
+	for call := range 300 {
+		ids := client.Identities{"device": pick("dev-", 6), "bundle": pick("com.b", 4)}
+		switch rng.IntN(10) {
+		case 0:
+			ids["bundle"] = "not an id" // refused: the candidate is degraded
+		case 1:
+			ids["country"] = "NL" // not a dimension of the counter: refused too
+		default:
+			ids["tagid"] = pick("tag-", 2)
+		}
+		cands := make([]client.Candidate, 1+rng.IntN(8))
+		for i := range cands {
+			cands[i].CID = pick("dx", 7)
+			for _, dim := range []string{"device", "bundle", "tagid", "country"} {
+				if rng.IntN(3) == 0 {
+					continue
+				}
+				cp := client.Cap{Dim: dim, Day: int64(rng.IntN(30))}
+				if rng.IntN(2) == 0 {
+					cp.Windows = []client.Window{{Hours: 2, Limit: int64(rng.IntN(20))}, {Hours: 24, Limit: int64(rng.IntN(25))}}
+				}
+				if rng.IntN(3) == 0 {
+					cp.Pace = &client.Pace{Window: time.Hour, Limit: int64(rng.IntN(10)), MinGap: time.Duration(rng.IntN(2)) * time.Hour}
+				}
+				cands[i].Caps = append(cands[i].Caps, cp)
+			}
+		}
+		want, werr := viaHTTP.Decide(context.Background(), ids, cands)
+		got, gerr := direct.Decide(context.Background(), ids, cands)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("call %d: HTTP error %v, direct error %v", call, werr, gerr)
+		}
+		for i := range want {
+			w, g := want[i], got[i]
+			if w.Reason == client.PaceGap {
+				// Milliseconds since the last event, on each call's clock.
+				w.Count, g.Count = 0, 0
+			}
+			if w != g {
+				t.Fatalf("call %d, candidate %d (%+v, ids %v):\nHTTP   %+v\ndirect %+v", call, i, cands[i], ids, want[i], got[i])
+			}
+			blocked[w.Reason]++
+		}
+	}
+	// The streams must exercise every way a candidate decides.
+	for _, r := range []client.Reason{"", client.DayCap, client.WindowCap, client.PaceLimit, client.PaceGap} {
+		if blocked[r] == 0 {
+			t.Errorf("no candidate decided %q: %v", r, blocked)
+		}
+	}
+}
+
+// Cached dimensions are served from process memory, and a write through
+// the counter invalidates them at once.
+func TestDirectCachesHotDimensionsUntilTheyChange(t *testing.T) {
+	admin, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{strings.TrimPrefix(redisURL, "redis://")}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	reads := func() string {
+		info, err := admin.Do(context.Background(), admin.B().Info().Section("commandstats").Build()).ToString()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(info) {
+			if strings.HasPrefix(line, "cmdstat_get:") {
+				return strings.SplitN(strings.TrimPrefix(line, "cmdstat_get:"), ",", 2)[0]
+			}
+		}
+		return "calls=0"
+	}
+	c := newDirect(t, redisURL, client.Options{}, client.DirectOptions{CachedDims: []string{"bundle"}})
+	ids := client.Identities{"bundle": "com.cached"}
+	cands := []client.Candidate{{CID: "cc", Caps: []client.Cap{{Dim: "bundle", Day: 3}}}}
+	for i := range 2 {
+		count(fmt.Sprintf("cid=cc&bundle=com.cached&eid=cc-%d", i))
+	}
+	decide := func() client.Decision {
+		t.Helper()
+		got, err := c.Decide(context.Background(), ids, cands)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got[0]
+	}
+	if d := decide(); !d.Allowed || d.Degraded {
+		t.Fatalf("2 of 3: %v", d)
+	}
+	before := reads()
+	for range 100 {
+		if d := decide(); !d.Allowed {
+			t.Fatalf("2 of 3: %v", d)
+		}
+	}
+	if after := reads(); after != before {
+		t.Errorf("100 decisions on a cached dimension reached Redis: GET %s before, %s after", before, after)
+	}
+	count("cid=cc&bundle=com.cached&eid=cc-2")
+	deadline := time.Now().Add(5 * time.Second)
+	for d := decide(); d.Allowed; d = decide() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the third win never reached the cached count: %v", d)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// With Redis frozen, Decide answers by its deadline, fail-open or
+// fail-closed, and decides on real counts again once Redis is back.
+func TestDirectDeadlineWithRedisFrozen(t *testing.T) {
+	srv := redistest.Start(t)
+	cands := []client.Candidate{{CID: "fz", Caps: []client.Cap{{Dim: "device", Day: 1}, {Dim: "bundle", Day: 1}}}}
+	ids := client.Identities{"device": "d", "bundle": "b"}
+	open := newDirect(t, srv.URL(), client.Options{Timeout: 20 * time.Millisecond}, client.DirectOptions{})
+	closed := newDirect(t, srv.URL(), client.Options{Timeout: 20 * time.Millisecond, FailClosed: true}, client.DirectOptions{})
+	for _, c := range []*client.Client{open, closed} {
+		if got, err := c.Decide(context.Background(), ids, cands); err != nil || !got[0].Allowed {
+			t.Fatalf("before the freeze: %v, %v", got, err)
+		}
+	}
+	srv.Pause()
+	defer srv.Resume()
+	for _, failClosed := range []bool{false, true} {
+		c := open
+		if failClosed {
+			c = closed
+		}
+		for range 5 {
+			start := time.Now()
+			got, err := c.Decide(context.Background(), ids, cands)
+			if took := time.Since(start); took > 500*time.Millisecond {
+				t.Errorf("fail-closed=%v: took %s with a 20 ms deadline", failClosed, took)
+			}
+			if err == nil || !got[0].Degraded || got[0].Allowed == failClosed {
+				t.Errorf("fail-closed=%v: %v, err %v", failClosed, got[0], err)
+			}
+		}
+	}
+	srv.Resume()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := open.Decide(context.Background(), ids, cands)
+		if err == nil && !got[0].Degraded {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no real decision 10 s after Redis came back: %v, %v", got, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestFetchSchemaFeedsDirectOptions(t *testing.T) {
+	s, err := client.FetchSchema(context.Background(), counterURL, testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(s.Dimensions, ",") != "device,bundle,tagid" || s.Events[0] != "win" || s.MaxWindowHours != 168 {
+		t.Errorf("schema: %+v", s)
+	}
+	if _, err := client.FetchSchema(context.Background(), counterURL, "wrong-token"); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("with a wrong token: %v, want a 401", err)
+	}
+}
