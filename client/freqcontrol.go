@@ -79,6 +79,11 @@ type Freq struct {
 	Code int32
 	// Degraded is set on a read that could not be served: Freq is then 0.
 	Degraded bool
+	// Stale is set on a read Redis could not serve in time that the
+	// counter answered with the key's last-known Freq and TTL, read StaleMs
+	// ago (COUNTER_STALE_MAX): a real answer, on a slightly old count.
+	Stale   bool
+	StaleMs int64
 }
 
 // NewFreqControl returns a FreqControl for the counter at counterURL.
@@ -175,6 +180,7 @@ func (c *FreqControl) GetBatch(ctx context.Context, keys []Key) ([]Freq, error) 
 	var degraded int
 	for i, r := range rsp.Msg.GetResults() {
 		out[i] = freq(keys[i], r.GetCode(), r.GetFreq(), r.GetTtl())
+		out[i].Stale, out[i].StaleMs = r.GetStale(), r.GetAgeMs()
 		if out[i].Degraded {
 			degraded++
 		}

@@ -180,6 +180,7 @@ func (f *freqControl) GetFreq(ctx context.Context, req *connect.Request[freqcapv
 	code, msg, freq, ttl := f.answer(ctx, &res)
 	return connect.NewResponse(&freqcapv1.GetFreqRsp{
 		Code: code, Msg: msg, BusinessId: req.Msg.GetBusinessId(), Key: req.Msg.GetKey(), Freq: freq, Ttl: ttl,
+		Stale: res.Stale, AgeMs: res.AgeMs,
 	}), nil
 }
 
@@ -200,7 +201,8 @@ func (f *freqControl) BatchGetFreq(ctx context.Context, req *connect.Request[fre
 	out := &freqcapv1.BatchGetFreqRsp{Msg: "ok", Results: make([]*freqcapv1.GetFreqRsp, len(got))}
 	for i := range got {
 		code, msg, freq, ttl := f.answer(ctx, &got[i])
-		out.Results[i] = &freqcapv1.GetFreqRsp{Code: code, Msg: msg, BusinessId: reqs[i].GetBusinessId(), Key: reqs[i].GetKey(), Freq: freq, Ttl: ttl}
+		out.Results[i] = &freqcapv1.GetFreqRsp{Code: code, Msg: msg, BusinessId: reqs[i].GetBusinessId(), Key: reqs[i].GetKey(), Freq: freq, Ttl: ttl,
+			Stale: got[i].Stale, AgeMs: got[i].AgeMs}
 	}
 	return connect.NewResponse(out), nil
 }

@@ -195,10 +195,37 @@ func TestFrequencyControlDeadlinesAndFailures(t *testing.T) {
 	base := startCounter(t, srv.URL(), "COUNTER_READ_TIMEOUT=50ms", "COUNTER_WRITE_TIMEOUT=300ms")
 	ctx := context.Background()
 	c := rpcClients(base)["grpc"]
-	if _, err := c.AddFreq(ctx, connect.NewRequest(&freqcapv1.AddFreqReq{BusinessId: 1, Key: "k", TimeSpan: 60})); err != nil {
-		t.Fatal(err)
+	for _, key := range []string{"k", "seen"} {
+		if _, err := c.AddFreq(ctx, connect.NewRequest(&freqcapv1.AddFreqReq{BusinessId: 1, Key: key, TimeSpan: 60})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g, err := c.GetFreq(ctx, connect.NewRequest(&freqcapv1.GetFreqReq{BusinessId: 1, Key: "seen"})); err != nil || g.Msg.Freq != 1 || g.Msg.Stale {
+		t.Fatalf("read with redis up: %v %v", g, err)
 	}
 	srv.Pause()
+	// A key read before: its last-known value, marked stale with its age.
+	for _, get := range []func() (*freqcapv1.GetFreqRsp, error){
+		func() (*freqcapv1.GetFreqRsp, error) {
+			g, err := c.GetFreq(ctx, connect.NewRequest(&freqcapv1.GetFreqReq{BusinessId: 1, Key: "seen"}))
+			if err != nil {
+				return nil, err
+			}
+			return g.Msg, nil
+		},
+		func() (*freqcapv1.GetFreqRsp, error) {
+			b, err := c.BatchGetFreq(ctx, connect.NewRequest(&freqcapv1.BatchGetFreqReq{Requests: []*freqcapv1.GetFreqReq{{BusinessId: 1, Key: "seen"}}}))
+			if err != nil {
+				return nil, err
+			}
+			return b.Msg.Results[0], nil
+		},
+	} {
+		g, err := get()
+		if err != nil || g.Code != 0 || g.Freq != 1 || !g.Stale || g.AgeMs < 0 || g.AgeMs > 60_000 || g.Ttl == 0 || g.Ttl > 60 {
+			t.Errorf("read of a known key with redis stopped: %v %v, want freq 1, stale, its age and ttl", g, err)
+		}
+	}
 	start := time.Now()
 	g, err := c.GetFreq(ctx, connect.NewRequest(&freqcapv1.GetFreqReq{BusinessId: 1, Key: "k"}))
 	if took := time.Since(start); took > 50*time.Millisecond+250*time.Millisecond {

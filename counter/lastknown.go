@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
 )
 
@@ -116,8 +117,16 @@ func (l *lastKnown) fill(items []counting.Item, res []counting.Result, now time.
 		if !k.used || k.hash != h || age > l.maxAge {
 			continue
 		}
-		res[i] = counting.Result{Code: int(k.code), Count: k.count, TTLMs: k.ttlMs, LastAt: k.lastAt, Allowed: k.allowed,
+		r := counting.Result{Code: int(k.code), Count: k.count, TTLMs: k.ttlMs, LastAt: k.lastAt, Allowed: k.allowed,
 			Stale: true, AgeMs: age.Milliseconds()}
+		if k.ttlMs > 0 {
+			// The window's end has not moved since the value was read.
+			r.TTLMs = k.ttlMs - r.AgeMs
+			if r.TTLMs <= 0 {
+				r.Code, r.Msg, r.Count, r.TTLMs = apierr.KeyNotFound, "no live window", 0, 0
+			}
+		}
+		res[i] = r
 		n++
 	}
 	return n

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
 
@@ -383,5 +384,33 @@ func TestReadsAnswerLastKnownValues(t *testing.T) {
 	}
 	if n := testutilCount(st.metrics.staleReads); n != 2 {
 		t.Errorf("stale reads metric %v, want 2 (the day and the window)", n)
+	}
+}
+
+// A last-known window ages: its TTL shrinks by the value's age, and once
+// the window has ended the stale answer is that it has (0, no live window).
+func TestLastKnownWindowsEnd(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := newClock(time.Now())
+	st, _ := testStore(t, srv, clk, "COUNTER_READ_TIMEOUT=20ms", "COUNTER_STALE_MAX=60s")
+	ctx := context.Background()
+	key := counting.Item{Scope: counting.Scope{Business: 3}, Subject: counting.Subject{ID: "k"}, Spec: counting.Spec{Kind: counting.Seconds}}
+	add := key
+	add.Spec.Span, add.Hits = 10, 1
+	if r := st.Write(ctx, []counting.Item{add})[0]; r.Code != 0 || r.Count != 1 {
+		t.Fatalf("add: %+v", r)
+	}
+	if r := st.Store.Read(ctx, []counting.Item{key})[0]; r.Code != 0 || r.Count != 1 || r.TTLMs < 9000 {
+		t.Fatalf("read with Redis up: %+v", r)
+	}
+	srv.Pause()
+	defer srv.Resume()
+	clk.Add(4 * time.Second)
+	if r := st.Store.Read(ctx, []counting.Item{key})[0]; !r.Stale || r.Count != 1 || r.TTLMs > 6000 || r.TTLMs < 5000 {
+		t.Errorf("4 s later, Redis stopped: %+v, want count 1 and about 6 s left, stale", r)
+	}
+	clk.Add(7 * time.Second)
+	if r := st.Store.Read(ctx, []counting.Item{key})[0]; !r.Stale || r.Code != apierr.KeyNotFound || r.Count != 0 || r.TTLMs != 0 {
+		t.Errorf("11 s later, past the window's end: %+v, want 0, no live window, stale", r)
 	}
 }

@@ -467,7 +467,12 @@ type GetFreqRsp struct {
 	// freq is the count of the live window, 0 when none.
 	Freq uint32 `protobuf:"varint,5,opt,name=freq,proto3" json:"freq,omitempty"`
 	// ttl is the seconds until the live window ends, rounded up; 0 when none.
-	Ttl           uint32 `protobuf:"varint,6,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	Ttl uint32 `protobuf:"varint,6,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// stale is set when Redis did not answer in time and freq and ttl are
+	// the values the counter last read, age_ms milliseconds ago (at most
+	// COUNTER_STALE_MAX); code is then 0.
+	Stale         bool  `protobuf:"varint,7,opt,name=stale,proto3" json:"stale,omitempty"`
+	AgeMs         int64 `protobuf:"varint,8,opt,name=age_ms,json=ageMs,proto3" json:"age_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -540,6 +545,20 @@ func (x *GetFreqRsp) GetFreq() uint32 {
 func (x *GetFreqRsp) GetTtl() uint32 {
 	if x != nil {
 		return x.Ttl
+	}
+	return 0
+}
+
+func (x *GetFreqRsp) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
+func (x *GetFreqRsp) GetAgeMs() int64 {
+	if x != nil {
+		return x.AgeMs
 	}
 	return 0
 }
@@ -736,7 +755,7 @@ const file_freqcap_v1_freqcap_proto_rawDesc = "" +
 	"GetFreqReq\x12\x1f\n" +
 	"\vbusiness_id\x18\x01 \x01(\rR\n" +
 	"businessId\x12\x10\n" +
-	"\x03key\x18\x02 \x01(\tR\x03key\"\x8b\x01\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\"\xb8\x01\n" +
 	"\n" +
 	"GetFreqRsp\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x10\n" +
@@ -745,7 +764,9 @@ const file_freqcap_v1_freqcap_proto_rawDesc = "" +
 	"businessId\x12\x10\n" +
 	"\x03key\x18\x04 \x01(\tR\x03key\x12\x12\n" +
 	"\x04freq\x18\x05 \x01(\rR\x04freq\x12\x10\n" +
-	"\x03ttl\x18\x06 \x01(\rR\x03ttl\"E\n" +
+	"\x03ttl\x18\x06 \x01(\rR\x03ttl\x12\x14\n" +
+	"\x05stale\x18\a \x01(\bR\x05stale\x12\x15\n" +
+	"\x06age_ms\x18\b \x01(\x03R\x05ageMs\"E\n" +
 	"\x0fBatchGetFreqReq\x122\n" +
 	"\brequests\x18\x01 \x03(\v2\x16.freqcap.v1.GetFreqReqR\brequests\"i\n" +
 	"\x0fBatchGetFreqRsp\x120\n" +
