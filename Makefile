@@ -5,7 +5,7 @@ SERVICES := counter callback
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -modified)
 LDFLAGS := -s -w -X github.com/freqcap/freqcap/shared/buildinfo.Commit=$(COMMIT)
 
-.PHONY: help test run smoke-run dashboard-check fuzz build bench gobench lint docker-check test-tools proto proto-check
+.PHONY: help test test-cluster run smoke-run dashboard-check fuzz build bench gobench lint docker-check test-tools proto proto-check
 
 # Code generation for proto/: pinned tools, installed into bin/tools.
 BUF_VERSION := v1.75.0
@@ -17,10 +17,15 @@ TOOLS := $(CURDIR)/bin/tools
 help:
 	@grep -E '^## [a-z-]+:' $(MAKEFILE_LIST) | sed 's/^## //' | awk -F': ' '{ printf "  make %-12s %s\n", $$1, $$2 }'
 
-## test: vet, then every test with the race detector against a real redis-server
+## test: vet, then every test with the race detector against a real redis-server, then against a real Redis Cluster
 test: test-tools
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+	FREQCAP_TEST_REDIS=cluster $(GO) test -race -count=1 ./...
+
+## test-cluster: every test against a Redis Cluster of 3 masters and 3 replicas only
+test-cluster: test-tools
+	FREQCAP_TEST_REDIS=cluster $(GO) test -race -count=1 ./...
 
 ## run: build the services and start Redis, counter and callback locally (Ctrl-C stops them)
 run: build

@@ -55,6 +55,7 @@ type stack struct {
 	counter     *proctest.Proc
 	callback    *proctest.Proc
 	counterAddr string
+	counterOps  string // the counter's ops listener (metrics)
 	public      string
 	admin       string
 	// redisURL, when set, is the services' REDIS_URL (credentials).
@@ -80,7 +81,13 @@ func newRedisClient(t *testing.T, srv *redistest.Server) rueidis.Client {
 
 func startStack(t *testing.T, callbackEnv ...string) *stack {
 	t.Helper()
-	s := &stack{t: t, redis: redistest.Start(t)}
+	return startStackOn(t, redistest.Start(t), callbackEnv...)
+}
+
+// startStackOn is startStack on a Redis the test started.
+func startStackOn(t *testing.T, srv *redistest.Server, callbackEnv ...string) *stack {
+	t.Helper()
+	s := &stack{t: t, redis: srv}
 	s.rc = newRedisClient(t, s.redis)
 	s.counterAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	s.startCounter()
@@ -92,8 +99,9 @@ func startStack(t *testing.T, callbackEnv ...string) *stack {
 
 func (s *stack) startCounter(env ...string) {
 	s.t.Helper()
+	s.counterOps = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(s.t))
 	s.counter = proctest.Start(s.t, filepath.Join(bins, "counter"), "http://"+s.counterAddr+"/healthz",
-		append([]string{"COUNTER_ADDR=" + s.counterAddr, "COUNTER_OPS_ADDR=127.0.0.1:" + strconv.Itoa(redistest.FreePort(s.t)), "REDIS_URL=" + s.url(), "LOG_FORMAT=json", "COUNTER_WRITE_TIMEOUT=500ms", "COUNTER_READ_TIMEOUT=2s"}, env...)...)
+		append([]string{"COUNTER_ADDR=" + s.counterAddr, "COUNTER_OPS_ADDR=" + s.counterOps, "REDIS_URL=" + s.url(), "LOG_FORMAT=json", "COUNTER_WRITE_TIMEOUT=500ms", "COUNTER_READ_TIMEOUT=2s"}, env...)...)
 }
 
 func (s *stack) startCallback(env ...string) *proctest.Proc {
@@ -301,13 +309,18 @@ func (s *stack) waitMetricAt(url, want string, within time.Duration) {
 	}
 }
 
+// dbsize is the keys in Redis: on every master of a cluster.
 func dbsize(t *testing.T, s *stack) int64 {
 	t.Helper()
-	n, err := s.rc.Do(context.Background(), s.rc.B().Dbsize().Build()).AsInt64()
-	if err != nil {
-		t.Fatal(err)
+	var sum int64
+	for _, out := range s.redis.OnMasters(t, "DBSIZE") {
+		n, err := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += n
 	}
-	return n
+	return sum
 }
 
 // TestCampaignChangeReachesCallbackWithinASecond changes a campaign with a
@@ -509,11 +522,14 @@ func TestSIGTERMLeavesUndeliveredNoticesInTheJournal(t *testing.T) {
 	s.waitMetric(`freqcap_callback_journal_undelivered 0`, 10*time.Second)
 }
 
-// TestTwoCallbacksCountEveryNoticeOnce: two instances share the journal;
-// notices sent to either are counted exactly once, and both deliver.
+// TestTwoCallbacksCountEveryNoticeOnce: two callbacks share the journal,
+// each with a counter of its own; notices sent to either are counted
+// exactly once, and both deliver.
 func TestTwoCallbacksCountEveryNoticeOnce(t *testing.T) {
 	s := startStack(t)
 	other := *s
+	other.counterAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	other.startCounter()
 	other.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	other.admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	other.callback = other.startCallback()
@@ -528,6 +544,10 @@ func TestTwoCallbacksCountEveryNoticeOnce(t *testing.T) {
 		_, _, body := st.do("GET", "http://"+st.admin+"/metrics", "")
 		if !strings.Contains(body, `freqcap_callback_forwarded_total{result="counted"}`) {
 			t.Errorf("callback on %s delivered nothing", st.public)
+		}
+		_, _, body = st.do("GET", "http://"+st.counterOps+"/metrics", "")
+		if !regexp.MustCompile(`freqcap_http_requests_total\{[^}]*route="/v1/incr/batch"[^}]*\} [1-9]`).MatchString(body) {
+			t.Errorf("counter on %s counted no batch", st.counterAddr)
 		}
 	}
 }
@@ -924,12 +944,13 @@ func composeRedisArgs(t *testing.T) []string {
 	return args
 }
 
-// Redis as compose runs it (AOF, maxmemory with noeviction, no default
-// user, one ACL user): both services work through its credentials, the
-// client-side cache included, and the counter reports the memory limit.
+// Redis as compose runs it by default (one server with AOF, maxmemory
+// with noeviction, no default user, one ACL user): both services work
+// through its credentials, the client-side cache included, and the
+// counter reports the memory limit.
 func TestServicesRunOnComposesRedis(t *testing.T) {
 	args := composeRedisArgs(t)
-	s := &stack{t: t, redis: redistest.StartWith(t, args...)}
+	s := &stack{t: t, redis: redistest.StartSingle(t, args...)}
 	s.redisURL = "redis://freqcap:freqcap-dev-password@" + s.redis.Addr
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.redis.Addr}, Username: "freqcap", Password: "freqcap-dev-password"})
 	if err != nil {

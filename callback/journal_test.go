@@ -13,7 +13,11 @@ import (
 
 func newTestJournal(t *testing.T, partitions, maxLen int) (*Journal, rueidis.Client) {
 	t.Helper()
-	srv := redistest.Start(t)
+	return newTestJournalOn(t, redistest.Start(t), partitions, maxLen)
+}
+
+func newTestJournalOn(t *testing.T, srv *redistest.Server, partitions, maxLen int) (*Journal, rueidis.Client) {
+	t.Helper()
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}})
 	if err != nil {
 		t.Fatal(err)
@@ -157,10 +161,9 @@ func TestJournalKeepsNoticesUntilAcknowledged(t *testing.T) {
 
 func TestJournalRecreatesAFlushedStream(t *testing.T) {
 	ctx := context.Background()
-	j, c := newTestJournal(t, 1, 10)
-	if err := c.Do(ctx, c.B().Flushall().Build()).Error(); err != nil {
-		t.Fatal(err)
-	}
+	srv := redistest.Start(t)
+	j, _ := newTestJournalOn(t, srv, 1, 10)
+	srv.OnMasters(t, "FLUSHALL")
 	if _, err := j.Read(ctx, 0, 10, 0); err == nil {
 		t.Fatal("read of a flushed journal: no error")
 	}

@@ -38,6 +38,10 @@ type DirectOptions struct {
 	// CacheTTL is the longest a cached count lives, the counter's
 	// COUNTER_CACHE_TTL (10 s when 0).
 	CacheTTL time.Duration
+	// FromReplicas reads from the replicas of a Redis Cluster, as the
+	// counter does with COUNTER_READ_FROM=replica: counts lag the writes
+	// by the replication delay. NewDirect refuses it on one Redis.
+	FromReplicas bool
 }
 
 // NewDirect returns a Client that reads the counter's Redis itself, at
@@ -51,9 +55,17 @@ type DirectOptions struct {
 // (Decision.Stale): when Redis is slow, the candidates are degraded.
 // Close releases the connections.
 func NewDirect(redisURL string, opts Options, d DirectOptions) (*Client, error) {
-	rdb, err := redisconn.Open(redisURL, nil)
+	rdb, err := redisconn.Open(redisURL, func(opt *rueidis.ClientOption) {
+		if d.FromReplicas {
+			opt.SendToReplicas = redisconn.ReadOnly
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("freqcap client: %w", err)
+	}
+	if d.FromReplicas && rdb.Mode() != rueidis.ClientModeCluster {
+		rdb.Close()
+		return nil, fmt.Errorf("freqcap client: FromReplicas needs a Redis Cluster with replicas; %s is not a cluster", redisURL)
 	}
 	c := newClient(opts)
 	c.read = newDirect(rdb, d, c.now).read

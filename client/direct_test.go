@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/freqcap/freqcap/client"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/redistest"
@@ -142,23 +140,7 @@ func TestDirectDecidesAsHTTP(t *testing.T) {
 // Cached dimensions are served from process memory, and a write through
 // the counter invalidates them at once.
 func TestDirectCachesHotDimensionsUntilTheyChange(t *testing.T) {
-	admin, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{strings.TrimPrefix(redisURL, "redis://")}, DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	reads := func() string {
-		info, err := admin.Do(context.Background(), admin.B().Info().Section("commandstats").Build()).ToString()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for line := range strings.Lines(info) {
-			if strings.HasPrefix(line, "cmdstat_get:") {
-				return strings.SplitN(strings.TrimPrefix(line, "cmdstat_get:"), ",", 2)[0]
-			}
-		}
-		return "calls=0"
-	}
+	reads := func() int64 { return testRedis.TotalCalls(t, "get") }
 	c := newDirect(t, redisURL, client.Options{}, client.DirectOptions{CachedDims: []string{"bundle"}})
 	ids := client.Identities{"bundle": "com.cached"}
 	cands := []client.Candidate{{CID: "cc", Caps: []client.Cap{{Dim: "bundle", Day: 3}}}}
@@ -183,7 +165,7 @@ func TestDirectCachesHotDimensionsUntilTheyChange(t *testing.T) {
 		}
 	}
 	if after := reads(); after != before {
-		t.Errorf("100 decisions on a cached dimension reached Redis: GET %s before, %s after", before, after)
+		t.Errorf("100 decisions on a cached dimension reached Redis: GET calls %d before, %d after", before, after)
 	}
 	count("cid=cc&bundle=com.cached&eid=cc-2")
 	deadline := time.Now().Add(5 * time.Second)
@@ -250,5 +232,12 @@ func TestFetchSchemaFeedsDirectOptions(t *testing.T) {
 	}
 	if _, err := client.FetchSchema(context.Background(), counterURL, "wrong-token"); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("with a wrong token: %v, want a 401", err)
+	}
+}
+
+func TestDirectFromReplicasNeedsACluster(t *testing.T) {
+	srv := redistest.StartSingle(t)
+	if _, err := client.NewDirect(srv.URL(), client.Options{}, client.DirectOptions{FromReplicas: true}); err == nil || !strings.Contains(err.Error(), "not a cluster") {
+		t.Errorf("FromReplicas on one server: %v, want an error saying it is not a cluster", err)
 	}
 }

@@ -16,6 +16,9 @@ import (
 // redis-server, started for the package's tests and examples.
 var counterURL, counterOpsURL, callbackURL, redisURL string
 
+// testRedis is the Redis (or Cluster) behind them.
+var testRedis *redistest.Server
+
 // testToken is the bearer token the test counter requires: the client's
 // calls carry it (Options.Token), as callback's do (COUNTER_TOKEN).
 const testToken = "client-test-token-0123456789"
@@ -54,6 +57,7 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer redis.Close()
+	testRedis = redis
 	policies := filepath.Join(bins, "limits.yaml")
 	if err := os.WriteFile(policies, []byte(testPolicies), 0o600); err != nil {
 		return 0, err

@@ -28,6 +28,7 @@ type Config struct {
 	MaxSpanDays      int           `env:"COUNTER_MAX_SPAN_DAYS" envDefault:"366" help:"largest span of a day window (AddFreq TIME_UNIT_DAY)"`
 	MaxBatch         int           `env:"COUNTER_MAX_BATCH" envDefault:"1000" help:"most items in one batch"`
 	CacheTTL         time.Duration `env:"COUNTER_CACHE_TTL" envDefault:"10s" help:"longest a cached count lives (Redis invalidates it at once on change)"`
+	ReadFrom         string        `env:"COUNTER_READ_FROM" envDefault:"primary" help:"primary or replica: where reads go on a Redis Cluster (replica: counts lag writes by the replication delay; writes and rate-limit checks always go to the primary)"`
 	ReadTimeout      time.Duration `env:"COUNTER_READ_TIMEOUT" envDefault:"5ms" help:"hard deadline of every read and rate-limit check"`
 	WriteTimeout     time.Duration `env:"COUNTER_WRITE_TIMEOUT" envDefault:"1s" help:"deadline of a write"`
 	HotKeyRate       float64       `env:"COUNTER_HOT_KEY_RATE" envDefault:"100" help:"reads a second that make a counter read straight from Redis (a device) go through client-side caching while it stays hot; 0: never"`
@@ -113,6 +114,8 @@ func loadSettings(environ []string) (Settings, error) {
 		return s, fmt.Errorf("COUNTER_MAX_SPAN_DAYS: must be between 1 and 3660, got %d", cfg.MaxSpanDays)
 	case cfg.MaxBatch < 1:
 		return s, fmt.Errorf("COUNTER_MAX_BATCH: must be at least 1, got %d", cfg.MaxBatch)
+	case cfg.ReadFrom != "primary" && cfg.ReadFrom != "replica":
+		return s, fmt.Errorf("COUNTER_READ_FROM: want primary or replica, got %q", cfg.ReadFrom)
 	case cfg.ReadTimeout <= 0:
 		return s, fmt.Errorf("COUNTER_READ_TIMEOUT: must be positive, got %s", cfg.ReadTimeout)
 	case cfg.WriteTimeout <= 0:

@@ -93,7 +93,8 @@ func testStore(t testing.TB, srv *redistest.Server, clk *clock, kv ...string) (s
 func newTestStore(t testing.TB, url string, s Settings, now func() time.Time) *Store {
 	t.Helper()
 	reach := &redisconn.Reach{}
-	c, err := redisconn.Open(url, reach.Install)
+	s.RedisURL = url
+	c, err := openRedis(s, reach)
 	if err != nil {
 		t.Fatal(err)
 	}

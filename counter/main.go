@@ -66,13 +66,7 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 		return err
 	}
 	reach := &redisconn.Reach{}
-	rdb, err := redisconn.Open(s.RedisURL, func(opt *rueidis.ClientOption) {
-		reach.Install(opt)
-		// Commands of concurrent requests that arrive within the delay
-		// share one write to Redis: fewer syscalls on both sides, for
-		// microseconds of latency.
-		opt.MaxFlushDelay = s.FlushDelay
-	})
+	rdb, err := openRedis(s, reach)
 	if err != nil {
 		return err
 	}
@@ -138,4 +132,26 @@ func newStore(rdb rueidis.Client, reach *redisconn.Reach, s Settings, m *metrics
 	st.hot.start()
 	st.startReaders()
 	return st
+}
+
+// openRedis opens the counter's Redis client as its settings say.
+func openRedis(s Settings, reach *redisconn.Reach) (rueidis.Client, error) {
+	rdb, err := redisconn.Open(s.RedisURL, func(opt *rueidis.ClientOption) {
+		reach.Install(opt)
+		// Commands of concurrent requests that arrive within the delay
+		// share one write to Redis: fewer syscalls on both sides, for
+		// microseconds of latency.
+		opt.MaxFlushDelay = s.FlushDelay
+		if s.ReadFrom == "replica" {
+			opt.SendToReplicas = redisconn.ReadOnly
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.ReadFrom == "replica" && rdb.Mode() != rueidis.ClientModeCluster {
+		rdb.Close()
+		return nil, fmt.Errorf("COUNTER_READ_FROM=replica: the Redis at REDIS_URL is not a cluster (replica reads need Redis Cluster with replicas)")
+	}
+	return rdb, nil
 }

@@ -72,7 +72,7 @@ func TestRateLimiterOverGRPCAndConnect(t *testing.T) {
 			}
 		})
 	}
-	if n := rawInt(t, newClient(t, srv.URL()), "EXISTS", "rl:{p:login:bad%3Agrpc}:sliding_log:2:60000", "rl:{p:login:bad%3Aconnect-json}:sliding_log:2:60000"); n != 0 {
-		t.Fatalf("a refused batch decided %d checks", n)
+	if keys := srv.Keys(t, "rl:{p:login:bad*"); len(keys) != 0 {
+		t.Fatalf("a refused batch decided checks: %v", keys)
 	}
 }

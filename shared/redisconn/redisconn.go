@@ -74,7 +74,17 @@ func (r *Reach) Install(opt *rueidis.ClientOption) {
 		default:
 			c, err = d.DialContext(ctx, "tcp", dst)
 		}
-		r.down.Store(err != nil)
+		var ne net.Error
+		switch {
+		case err == nil:
+			r.down.Store(false)
+		case errors.As(err, &ne) && ne.Timeout():
+			// Nothing answered in time: a frozen or overloaded node (the
+			// kernel of a stopped one may not finish the handshake), not
+			// one that refuses.
+		default:
+			r.down.Store(true)
+		}
 		return c, err
 	}
 }
@@ -106,3 +116,8 @@ func isConnErr(err error) bool {
 	}
 	return false
 }
+
+// ReadOnly is a rueidis SendToReplicas that sends every read-only command
+// (GET, HMGET, ZCOUNT, ...) to a replica of its slot and everything else,
+// scripts included, to the primary.
+func ReadOnly(cmd rueidis.Completed) bool { return cmd.IsReadOnly() }

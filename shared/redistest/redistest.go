@@ -1,6 +1,11 @@
 // Package redistest starts real redis-server processes for tests. It never
 // skips: a machine without redis-server fails the test and says what to
 // install.
+//
+// With FREQCAP_TEST_REDIS=cluster in the environment, every Start,
+// StartWith and Launch starts a Redis Cluster instead (3 masters and 3
+// replicas, see StartCluster), so the same tests run against both; make
+// test runs the suite both ways.
 package redistest
 
 import (
@@ -15,7 +20,9 @@ import (
 	"time"
 )
 
-// Server is one redis-server process owned by a test.
+// Server is one redis-server process owned by a test, or a cluster of
+// them: then Addr is the first master's, and Pause, Resume, Kill and
+// Restart act on every node.
 type Server struct {
 	t    testing.TB
 	Addr string
@@ -23,15 +30,31 @@ type Server struct {
 	port int
 	args []string // given to StartWith, after the defaults
 	cmd  *exec.Cmd
+	// nodes are a cluster's, masters first, then their replicas in the
+	// same order; nil for a single server.
+	nodes []*Server
 }
 
-// Start launches redis-server on a free loopback port, waits until it
-// answers, and stops it when the test ends.
+// Clustered reports whether FREQCAP_TEST_REDIS=cluster asks for clusters.
+func Clustered() bool { return os.Getenv("FREQCAP_TEST_REDIS") == "cluster" }
+
+// Start launches redis-server on a free loopback port (a cluster when
+// Clustered), waits until it answers, and stops it when the test ends.
 func Start(t testing.TB) *Server { return StartWith(t) }
 
 // StartWith is Start with more redis-server arguments after the defaults
 // (a later --option wins), e.g. the ACL and limits of a deployment.
 func StartWith(t testing.TB, args ...string) *Server {
+	t.Helper()
+	if Clustered() {
+		return StartCluster(t, args...)
+	}
+	return StartSingle(t, args...)
+}
+
+// StartSingle is StartWith for one redis-server, even when Clustered: for
+// a test of a standalone deployment.
+func StartSingle(t testing.TB, args ...string) *Server {
 	t.Helper()
 	s, err := launch(t, t.TempDir(), args...)
 	if err != nil {
@@ -55,6 +78,10 @@ func Launch() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	launch := launch
+	if Clustered() {
+		launch = launchCluster
+	}
 	s, err := launch(nil, dir)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -68,21 +95,65 @@ func (s *Server) Close() {
 	os.RemoveAll(s.dir)
 }
 
-func launch(t testing.TB, dir string, args ...string) (*Server, error) {
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("find a free port: %w", err)
+		return 0, fmt.Errorf("find a free port: %w", err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func launch(t testing.TB, dir string, args ...string) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{t: t, dir: dir, port: port, args: args, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 	return s, s.start()
 }
 
-// URL is the server's address in rueidis URL form.
-func (s *Server) URL() string { return "redis://" + s.Addr }
+// URL is the server's address in rueidis URL form; a cluster's names
+// every master, so a client finds it from any.
+func (s *Server) URL() string {
+	u := "redis://" + s.Addr
+	for i, n := range s.Masters() {
+		if i == 0 {
+			u += "?addr=" + n
+		} else if i > 0 {
+			u += "&addr=" + n
+		}
+	}
+	return u
+}
+
+// Masters are the addresses of a cluster's masters (nil for a single
+// server), in slot order.
+func (s *Server) Masters() []string {
+	var out []string
+	for _, n := range s.nodes[:len(s.nodes)/2] {
+		out = append(out, n.Addr)
+	}
+	return out
+}
+
+// Nodes are the addresses of every node: the server itself, or a
+// cluster's masters then replicas.
+func (s *Server) Nodes() []string {
+	if s.nodes == nil {
+		return []string{s.Addr}
+	}
+	var out []string
+	for _, n := range s.nodes {
+		out = append(out, n.Addr)
+	}
+	return out
+}
 
 func (s *Server) start() error {
+	if s.nodes != nil {
+		return s.startCluster()
+	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return fmt.Errorf("redis-server not found in PATH: install it (Debian: apt-get install -y redis-server; macOS: brew install redis): %w", err)
@@ -115,6 +186,12 @@ func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
 
 func (s *Server) signal(sig syscall.Signal) {
 	s.t.Helper()
+	for _, n := range s.nodes {
+		n.signal(sig)
+	}
+	if s.nodes != nil {
+		return
+	}
 	if err := s.cmd.Process.Signal(sig); err != nil {
 		s.t.Fatalf("signal redis-server: %v", err)
 	}
@@ -122,6 +199,9 @@ func (s *Server) signal(sig syscall.Signal) {
 
 // Kill ends the process at once; its data is gone.
 func (s *Server) Kill() {
+	for _, n := range s.nodes {
+		n.Kill()
+	}
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
@@ -131,7 +211,8 @@ func (s *Server) Kill() {
 	s.cmd = nil
 }
 
-// Restart starts a new, empty server on the same port after Kill.
+// Restart starts a new, empty server (or cluster) on the same ports after
+// Kill.
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Kill()
