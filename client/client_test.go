@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -202,5 +203,31 @@ func TestStaleCountsDecideAndSaySo(t *testing.T) {
 	got, err := c.Decide(context.Background(), client.Identities{"device": "d"}, []client.Candidate{{CID: "st", Caps: []client.Cap{{Dim: "device", Day: 3}}}})
 	if err != nil || got[0].Allowed || got[0].Reason != client.DayCap || got[0].Degraded || !got[0].Stale || got[0].StaleMs != 1200 {
 		t.Errorf("stale counts: %+v, %v; want blocked by the day cap, stale 1200 ms, not degraded", got[0], err)
+	}
+}
+
+// A long candidate list is read in requests of at most MaxBatch counts,
+// sent at once, and decided as one call.
+func TestDecideSplitsLargeCandidateLists(t *testing.T) {
+	for i := range 2 {
+		count(fmt.Sprintf("cid=split-149&device=split-dev&eid=split-%d", i))
+	}
+	c := newClient(t, client.Options{MaxBatch: 100})
+	cands := make([]client.Candidate, 150)
+	for i := range cands {
+		cands[i] = client.Candidate{CID: "split-" + strconv.Itoa(i), Caps: []client.Cap{{Dim: "device", Day: 2}, {Dim: "bundle", Day: 100}}}
+	}
+	before := batchRequests(t)
+	got, err := c.Decide(context.Background(), client.Identities{"device": "split-dev", "bundle": "b"}, cands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := batchRequests(t) - before; n != 3 {
+		t.Errorf("300 counts with MaxBatch 100 cost %d batch requests, want 3", n)
+	}
+	for i, d := range got {
+		if d.CID != cands[i].CID || d.Allowed != (i != 149) || d.Degraded {
+			t.Errorf("candidate %d: %v", i, d)
+		}
 	}
 }
