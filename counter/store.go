@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -36,6 +37,11 @@ type Store struct {
 	reach       *redisconn.Reach
 	known       *lastKnown // nil when COUNTER_STALE_MAX is 0
 	hot         *hotKeys   // nil when COUNTER_HOT_KEY_RATE is 0
+	// stall is when Redis stopped answering reads in time (unix ns), 0
+	// while it answers; probed is when the last read during a stall that
+	// went to Redis ended, probing is set while one is under way.
+	stall, probed atomic.Int64
+	probing       atomic.Bool
 }
 
 // env is the instant and settings one call builds its commands from.
@@ -202,6 +208,52 @@ func (s *Store) code(err error) int {
 // Redis does; an item that could not be read in time carries its code,
 // Degraded and zero counts (failing open is the caller's decision).
 func (s *Store) Read(ctx context.Context, items []counting.Item) []counting.Result {
+	res := s.readOrSkip(ctx, items)
+	if n := s.known.fill(items, res, s.now()); n > 0 {
+		s.metrics.staleReads.Add(float64(n))
+	}
+	return res
+}
+
+// readOrSkip reads items from Redis, or, while Redis has answered no read
+// in time (a stall), answers them failed at once: one read at a time, at
+// most one every probeEvery, still goes to Redis, and the first that Redis
+// answers ends the stall. A read fails as a whole when every item failed with a Redis
+// error; on a Cluster with one node down, reads of the others still end
+// the stall.
+func (s *Store) readOrSkip(ctx context.Context, items []counting.Item) []counting.Result {
+	if s.stall.Load() != 0 {
+		if time.Now().UnixNano()-s.probed.Load() < int64(probeEvery) || !s.probing.CompareAndSwap(false, true) {
+			s.metrics.redisErrors.WithLabelValues("read").Inc()
+			return s.failAll(len(items), errStalled)
+		}
+		// This read is the probe.
+		defer func() { s.probed.Store(time.Now().UnixNano()); s.probing.Store(false) }()
+	}
+	res, late := s.readWithin(ctx, items)
+	failed := len(res) > 0 && (late || s.reach.Down())
+	for i := range res {
+		failed = failed && res[i].Degraded
+	}
+	switch {
+	case failed:
+		s.stall.CompareAndSwap(0, time.Now().UnixNano())
+	case s.stall.Load() != 0:
+		s.stall.Store(0)
+	}
+	return res
+}
+
+// probeEvery is how often a read goes to Redis during a stall. A stall is
+// a read that ran out of time (or found no connection) with every item
+// failed: a bad key answering an error does not make one.
+const probeEvery = 50 * time.Millisecond
+
+var errStalled = fmt.Errorf("redis answered no read in time lately, not waiting on it: %w", context.DeadlineExceeded)
+
+// readWithin reads items within the read timeout, whatever Redis does;
+// late says the time ran out.
+func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []counting.Result, late bool) {
 	ctx, cancel := context.WithTimeout(ctx, s.readTimeout)
 	defer cancel()
 	j := &readJob{ctx: ctx, items: items, done: make(chan []counting.Result, 1)}
@@ -211,25 +263,17 @@ func (s *Store) Read(ctx context.Context, items []counting.Item) []counting.Resu
 		// Every reader is stuck on a hung Redis and the queue is full:
 		// answer now rather than pile up.
 		s.metrics.redisErrors.WithLabelValues("read").Inc()
-		res := s.failAll(len(items), errReadersBusy)
-		if n := s.known.fill(items, res, s.now()); n > 0 {
-			s.metrics.staleReads.Add(float64(n))
-		}
-		return res
+		return s.failAll(len(items), errReadersBusy), true
 	}
-	var res []counting.Result
 	select {
-	case res = <-j.done:
+	case res := <-j.done:
+		return res, ctx.Err() != nil
 	case <-ctx.Done():
 		// rueidis may block past the context in some reconnect paths; the
 		// caller's deadline wins.
 		s.metrics.redisErrors.WithLabelValues("read").Inc()
-		res = s.failAll(len(items), ctx.Err())
+		return s.failAll(len(items), ctx.Err()), true
 	}
-	if n := s.known.fill(items, res, s.now()); n > 0 {
-		s.metrics.staleReads.Add(float64(n))
-	}
-	return res
 }
 
 // readJob is one Read handed to a reader goroutine.

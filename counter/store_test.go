@@ -406,3 +406,53 @@ func TestLastKnownWindowsEnd(t *testing.T) {
 		t.Errorf("11 s later, past the window's end: %+v, want 0, no live window, stale", r)
 	}
 }
+
+// While Redis answers no read in time, reads stop waiting on it: after the
+// first one runs out of time, the others answer at once (last-known or
+// zero), one in every 50 ms still asks Redis, and the first answer Redis
+// gives ends the stall.
+func TestAStalledRedisIsNotWaitedOn(t *testing.T) {
+	srv := redistest.Start(t)
+	st, _ := testStore(t, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=300ms", "COUNTER_STALE_MAX=60s")
+	ctx := context.Background()
+	q := []Query{{CID: "1", Event: "win", Dims: []Dim{{"device", "stall"}}}}
+	mustIncr(t, st, q[0])
+	if r := st.Read(ctx, q)[0]; r.Err != nil || r.Counts[0].Day != 1 {
+		t.Fatalf("read with Redis up: %+v", r)
+	}
+	srv.Pause()
+	defer srv.Resume()
+	start := time.Now()
+	if r := st.Read(ctx, q)[0]; !r.Stale || time.Since(start) < 300*time.Millisecond {
+		t.Fatalf("the first read of a frozen Redis: %+v after %s, want stale after the 300 ms deadline", r, time.Since(start))
+	}
+	waited := 0
+	for range 50 {
+		start := time.Now()
+		r := st.Read(ctx, q)[0]
+		if !r.Stale || r.Counts[0].Day != 1 {
+			t.Fatalf("read during the stall: %+v, want the last-known count", r)
+		}
+		if time.Since(start) >= 300*time.Millisecond {
+			waited++ // a probe
+		}
+	}
+	if waited > 2 {
+		t.Errorf("%d of 50 reads in a row waited out the deadline on a frozen Redis, want a probe now and then", waited)
+	}
+	srv.Resume()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := st.Read(ctx, q)[0]
+		if r.Err == nil && !r.Stale {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no fresh read 5 s after Redis came back: %+v", r)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st.stall.Load() != 0 {
+		t.Error("a fresh read did not end the stall")
+	}
+}
