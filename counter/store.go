@@ -231,9 +231,12 @@ func (s *Store) readOrSkip(ctx context.Context, items []counting.Item) []countin
 		defer func() { s.probed.Store(time.Now().UnixNano()); s.probing.Store(false) }()
 	}
 	res, late := s.readWithin(ctx, items)
-	failed := len(res) > 0 && (late || s.reach.Down())
+	// rueidis may answer a deadline a moment before the context's own
+	// timer fires: a result's code says it ran out of time too.
+	down := s.reach.Down()
+	failed := len(res) > 0
 	for i := range res {
-		failed = failed && res[i].Degraded
+		failed = failed && res[i].Degraded && (late || down || res[i].Code == apierr.Timeout)
 	}
 	switch {
 	case failed:
