@@ -204,10 +204,19 @@ func (d *direct) read(ctx context.Context, req *counting.BatchRequest) ([]counti
 			day := counting.Item{Scope: scope, Subject: subj, Spec: counting.Spec{Kind: counting.Day, Span: 1}}
 			cmds, ok := keyspace.ReadWindow(b, &day)
 			add(cmdSpan{item: i, dim: dim, counter: day}, cmds, ok)
-			for w, h := range bi.WindowHours {
-				it := counting.Item{Scope: scope, Subject: subj, Spec: counting.Spec{Kind: counting.Hours, Span: int64(h)}}
-				add(cmdSpan{item: i, dim: dim, counter: it, window: w},
-					[]rueidis.Cacheable{keyspace.ReadHours(b, &it, d.hours.Of(hour, h))}, true)
+			if len(bi.WindowHours) > 0 {
+				// One HMGET of the widest window answers every window.
+				widest := slices.Max(bi.WindowHours)
+				it := counting.Item{Scope: scope, Subject: subj, Spec: counting.Spec{Kind: counting.Hours, Span: int64(widest)}}
+				add(cmdSpan{item: i, dim: dim, counter: it, window: -1},
+					[]rueidis.Cacheable{keyspace.ReadHours(b, &it, d.hours.Of(hour, widest))}, true)
+				read := spans[len(spans)-1]
+				spans = spans[:len(spans)-1]
+				for w, h := range bi.WindowHours {
+					sp := read
+					sp.counter.Spec.Span, sp.window = int64(h), w
+					spans = append(spans, sp)
+				}
 			}
 			if bi.PaceWindowSec > 0 {
 				it := counting.Item{Scope: scope, Subject: subj, Spec: counting.Spec{Kind: counting.Sliding, Span: int64(bi.PaceWindowSec)}}
@@ -264,7 +273,7 @@ func got(it *counting.Item, rs []rueidis.RedisResult, r *counting.Result) error 
 	case counting.Day:
 		return keyspace.GotWindow(rs, r)
 	case counting.Hours:
-		return keyspace.GotHours(rs, r)
+		return keyspace.GotHours(rs, it.Spec.Span, r)
 	default:
 		return keyspace.GotSliding(rs, r)
 	}

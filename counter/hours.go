@@ -44,6 +44,6 @@ func (hoursKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
 	return []rueidis.Cacheable{keyspace.ReadHours(e.b, it, e.fields(e.hour, int(it.Spec.Span)))}, true
 }
 
-func (hoursKind) got(_ *counting.Item, _ *env, rs []rueidis.RedisResult, r *counting.Result) error {
-	return keyspace.GotHours(rs, r)
+func (hoursKind) got(it *counting.Item, _ *env, rs []rueidis.RedisResult, r *counting.Result) error {
+	return keyspace.GotHours(rs, it.Spec.Span, r)
 }

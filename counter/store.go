@@ -38,8 +38,8 @@ type Store struct {
 	known       *lastKnown // nil when COUNTER_STALE_MAX is 0
 	hot         *hotKeys   // nil when COUNTER_HOT_KEY_RATE is 0
 	// stall is when Redis stopped answering reads in time (unix ns), 0
-	// while it answers; probed is when the last read during a stall that
-	// went to Redis ended, probing is set while one is under way.
+	// while it answers; probed is when the last PING of a stall ended,
+	// probing is set while one is under way.
 	stall, probed atomic.Int64
 	probing       atomic.Bool
 }
@@ -216,19 +216,18 @@ func (s *Store) Read(ctx context.Context, items []counting.Item) []counting.Resu
 }
 
 // readOrSkip reads items from Redis, or, while Redis has answered no read
-// in time (a stall), answers them failed at once: one read at a time, at
-// most one every probeEvery, still goes to Redis, and the first that Redis
-// answers ends the stall. A read fails as a whole when every item failed with a Redis
-// error; on a Cluster with one node down, reads of the others still end
-// the stall.
+// in time (a stall), answers them failed at once. During a stall a PING
+// goes to Redis at most every probeEvery, one at a time; its answer ends
+// the stall. A stall begins with a read that ran out of time (or found no
+// connection) with every item failed; on a Cluster, a PING any live node
+// answers ends it.
 func (s *Store) readOrSkip(ctx context.Context, items []counting.Item) []counting.Result {
 	if s.stall.Load() != 0 {
-		if time.Now().UnixNano()-s.probed.Load() < int64(probeEvery) || !s.probing.CompareAndSwap(false, true) {
-			s.metrics.redisErrors.WithLabelValues("read").Inc()
-			return s.failAll(len(items), errStalled)
+		if time.Now().UnixNano()-s.probed.Load() >= int64(probeEvery) && s.probing.CompareAndSwap(false, true) {
+			go s.probe()
 		}
-		// This read is the probe.
-		defer func() { s.probed.Store(time.Now().UnixNano()); s.probing.Store(false) }()
+		s.metrics.redisErrors.WithLabelValues("read").Inc()
+		return s.failAll(len(items), errStalled)
 	}
 	res, late := s.readWithin(ctx, items)
 	// rueidis may answer a deadline a moment before the context's own
@@ -238,18 +237,27 @@ func (s *Store) readOrSkip(ctx context.Context, items []counting.Item) []countin
 	for i := range res {
 		failed = failed && res[i].Degraded && (late || down || res[i].Code == apierr.Timeout)
 	}
-	switch {
-	case failed:
-		s.stall.CompareAndSwap(0, time.Now().UnixNano())
-	case s.stall.Load() != 0:
-		s.stall.Store(0)
+	if failed && s.stall.CompareAndSwap(0, time.Now().UnixNano()) && s.probing.CompareAndSwap(false, true) {
+		// Ask at once: a read too big for the deadline fails whole on a
+		// Redis that is fine, and the PING says so within a millisecond.
+		go s.probe()
 	}
 	return res
 }
 
-// probeEvery is how often a read goes to Redis during a stall. A stall is
-// a read that ran out of time (or found no connection) with every item
-// failed: a bad key answering an error does not make one.
+// probe asks Redis for a PING within the read timeout; an answer ends the
+// stall. A read that failed because it was too big for the deadline does
+// not keep the others waiting: Redis answers the PING.
+func (s *Store) probe() {
+	defer func() { s.probed.Store(time.Now().UnixNano()); s.probing.Store(false) }()
+	ctx, cancel := context.WithTimeout(context.Background(), s.readTimeout)
+	defer cancel()
+	if s.rdb.Do(ctx, s.rdb.B().Ping().Build()).Error() == nil {
+		s.stall.Store(0)
+	}
+}
+
+// probeEvery is how often a PING goes to Redis during a stall.
 const probeEvery = 50 * time.Millisecond
 
 var errStalled = fmt.Errorf("redis answered no read in time lately, not waiting on it: %w", context.DeadlineExceeded)
@@ -336,7 +344,11 @@ func (s *Store) read(ctx context.Context, items []counting.Item) []counting.Resu
 	at := make([]span, len(items))
 	for i := range items {
 		it := &items[i]
-		cmds, cacheable := kinds[it.Spec.Kind].read(it, e)
+		if i > 0 && sameHours(&items[i-1], it) {
+			at[i] = at[i-1] // the previous window's HMGET holds this one's hours
+			continue
+		}
+		cmds, cacheable := kinds[it.Spec.Kind].read(widest(items[i:]), e)
 		static := cacheable && it.Scope.Campaign != "" && s.cached[it.Subject.Dim]
 		if cacheable && !static && s.hot != nil {
 			// A counter read often enough goes through client-side caching
@@ -407,6 +419,26 @@ func (s *Store) read(ctx context.Context, items []counting.Item) []counting.Resu
 	}
 	s.known.remember(items, res, e.now)
 	return res
+}
+
+// sameHours reports whether a and b are hour windows of one counter: one
+// HMGET of the wider serves both (a dimension's windows come in a row).
+func sameHours(a, b *counting.Item) bool {
+	return a.Spec.Kind == counting.Hours && b.Spec.Kind == counting.Hours && a.Scope == b.Scope && a.Subject == b.Subject
+}
+
+// widest is items[0], widened to the largest span of the hour windows of
+// its counter that follow it.
+func widest(items []counting.Item) *counting.Item {
+	it := &items[0]
+	if it.Spec.Kind != counting.Hours || len(items) == 1 || !sameHours(it, &items[1]) {
+		return it
+	}
+	w := *it
+	for j := 1; j < len(items) && sameHours(it, &items[j]); j++ {
+		w.Spec.Span = max(w.Spec.Span, items[j].Spec.Span)
+	}
+	return &w
 }
 
 // firstErr is the first error of rs that is not a nil reply.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -454,5 +455,34 @@ func TestAStalledRedisIsNotWaitedOn(t *testing.T) {
 	}
 	if st.stall.Load() != 0 {
 		t.Error("a fresh read did not end the stall")
+	}
+}
+
+// The hour windows of one dimension are read with one HMGET of the widest,
+// and each window sums its own newest hours.
+func TestWindowsOfADimensionShareOneHMGET(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := newClock(time.Date(2026, 12, 3, 10, 30, 0, 0, time.UTC))
+	st, _ := testStore(t, srv, clk)
+	q := Query{CID: "9", Event: "win", Windows: []int{1}, Dims: []Dim{{"device", "w"}, {"tagid", "t"}}}
+	for i, h := range []int{30, 5, 2, 0, 0} { // hours ago: 1 + 1 + 1 + 2 events
+		clk.Set(time.Date(2026, 12, 3, 10, 30, 0, 0, time.UTC).Add(-time.Duration(h) * time.Hour))
+		q.EID = fmt.Sprintf("w-%d", i)
+		mustIncr(t, st, q)
+	}
+	clk.Set(time.Date(2026, 12, 3, 10, 30, 0, 0, time.UTC))
+	read := Query{CID: "9", Event: "win", Windows: []int{1, 3, 6, 24, 48}, Dims: q.Dims}
+	srv.OnMasters(t, "CONFIG", "RESETSTAT")
+	r := st.Read(context.Background(), []Query{read})[0]
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	for d := range read.Dims {
+		if got, want := r.Counts[d].Windows, []int64{2, 3, 4, 4, 5}; !slices.Equal(got, want) {
+			t.Errorf("%s windows %v: %v, want %v", read.Dims[d].Name, read.Windows, got, want)
+		}
+	}
+	if n := srv.TotalCalls(t, "hmget"); n != 2 {
+		t.Errorf("5 windows on 2 dimensions cost %d HMGET, want one per dimension", n)
 	}
 }

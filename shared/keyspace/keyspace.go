@@ -129,11 +129,16 @@ func ReadHours(b rueidis.Builder, it *counting.Item, fields []string) rueidis.Ca
 	return b.Hmget().Key(Hours(it)).Field(fields...).Cache()
 }
 
-// GotHours decodes ReadHours's answer: the sum of the buckets.
-func GotHours(rs []rueidis.RedisResult, r *counting.Result) error {
+// GotHours decodes ReadHours's answer: the sum of its last span buckets
+// (the newest hours), so that one HMGET of the widest window of a counter
+// answers its narrower ones too.
+func GotHours(rs []rueidis.RedisResult, span int64, r *counting.Result) error {
 	vals, err := rs[0].ToArray()
 	if err != nil {
 		return err
+	}
+	if int64(len(vals)) > span {
+		vals = vals[int64(len(vals))-span:]
 	}
 	var sum int64
 	for _, v := range vals {
