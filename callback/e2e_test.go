@@ -366,7 +366,20 @@ func sendAll(t *testing.T, pub, cid string, n int, during map[int]func()) int {
 // send sends the notices url(0) .. url(n-1) as sendAll does.
 func send(t *testing.T, n int, url func(i int) string, during map[int]func()) int {
 	t.Helper()
-	var next, refused atomic.Int64
+	return sendTimed(t, n, url, during).refused
+}
+
+// sent is what sendTimed saw: the 503 answers, and when the first and the
+// last came.
+type sent struct {
+	refused     int
+	first, last time.Time
+}
+
+// sendTimed is send, saying when notices were refused.
+func sendTimed(t *testing.T, n int, url func(i int) string, during map[int]func()) sent {
+	t.Helper()
+	var next, refused, first, last atomic.Int64
 	var failed atomic.Value
 	var hooks sync.Mutex
 	var wg sync.WaitGroup
@@ -401,6 +414,9 @@ func send(t *testing.T, n int, url func(i int) string, during map[int]func()) in
 							failed.Store(fmt.Sprintf("notice %d: 503 without Retry-After", i))
 							return
 						}
+						now := time.Now().UnixNano()
+						first.CompareAndSwap(0, now)
+						last.Store(now)
 						refused.Add(1)
 					}
 					if attempt > 500 {
@@ -416,7 +432,11 @@ func send(t *testing.T, n int, url func(i int) string, during map[int]func()) in
 	if f := failed.Load(); f != nil {
 		t.Fatal(f)
 	}
-	return int(refused.Load())
+	r := sent{refused: int(refused.Load())}
+	if r.refused > 0 {
+		r.first, r.last = time.Unix(0, first.Load()), time.Unix(0, last.Load())
+	}
+	return r
 }
 
 func TestNoLossWhenCounterRestarts(t *testing.T) {

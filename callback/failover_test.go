@@ -2,10 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,75 +17,30 @@ import (
 // long notices were refused.
 func TestFailoverKeepsCountingOnce(t *testing.T) {
 	srv := redistest.StartCluster(t)
-	s := startStackOn(t, srv)
+	// Entries a forwarder took from a stream on the dead master wait for
+	// the claimer: 1 s here, not the 30 s default.
+	s := startStackOn(t, srv, "CALLBACK_CLAIM_IDLE=1s")
 	s.do("PUT", "http://"+s.admin+"/v1/campaigns/fo", `{"winLimitHours":2}`)
 	const n = 6000
 	key := "freq:{win:device:fo:dev}"
 	victim := srv.MasterOf(t, key)
 
-	var next, refused atomic.Int64
-	var firstRefusal, lastRefusal atomic.Int64 // unix ns
 	var killedAt time.Time
-	var kill sync.Once
-	var failed atomic.Value
-	var wg sync.WaitGroup
-	client := &http.Client{Timeout: 5 * time.Second}
-	for range 8 {
-		wg.Go(func() {
-			for {
-				i := next.Add(1) - 1
-				if i >= n {
-					return
-				}
-				if i == n/3 {
-					kill.Do(func() { killedAt = time.Now(); srv.Node(victim).Kill() })
-				}
-				u := fmt.Sprintf("http://%s/win?cid=fo&device=dev&eid=fo-%d", s.public, i)
-				for attempt := 0; ; attempt++ {
-					resp, err := client.Get(u)
-					if err == nil {
-						_, _ = io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-						if resp.StatusCode == http.StatusNoContent {
-							break
-						}
-						if resp.StatusCode != http.StatusServiceUnavailable {
-							failed.Store(fmt.Sprintf("notice %d: status %d", i, resp.StatusCode))
-							return
-						}
-						now := time.Now().UnixNano()
-						firstRefusal.CompareAndSwap(0, now)
-						lastRefusal.Store(now)
-						refused.Add(1)
-					}
-					if attempt > 3000 {
-						failed.Store(fmt.Sprintf("notice %d never accepted: %v", i, err))
-						return
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-			}
-		})
-	}
-	wg.Wait()
+	got := sendTimed(t, n, func(i int) string {
+		return fmt.Sprintf("http://%s/win?cid=fo&device=dev&eid=fo-%d", s.public, i)
+	}, map[int]func(){n / 3: func() { killedAt = time.Now(); srv.Node(victim).Kill() }})
 	sent := time.Since(killedAt)
-	if f := failed.Load(); f != nil {
-		t.Fatal(f)
-	}
 	took := srv.WaitServing(t, 30*time.Second)
-	if got := srv.MasterOf(t, key); got == victim {
+	if now := srv.MasterOf(t, key); now == victim {
 		t.Fatalf("the killed master %s still serves %s", victim, key)
 	}
 	s.waitMetric(`freqcap_callback_journal_undelivered 0`, 60*time.Second)
 	drained := time.Since(killedAt)
 	time.Sleep(500 * time.Millisecond) // the last batches land
 	counted := s.get(key)
-	refusedFor := time.Duration(0)
-	if f := firstRefusal.Load(); f != 0 {
-		refusedFor = time.Duration(lastRefusal.Load() - f)
-	}
+	refusedFor := got.last.Sub(got.first)
 	t.Logf("failover: %d notices acknowledged, %d counted (%d lost); %d answers 503 over %s; the last notice acknowledged %s and the journal drained %s after the kill (cluster ok %s after the sends)",
-		n, counted, n-counted, refused.Load(), refusedFor.Round(time.Millisecond), sent.Round(time.Millisecond), drained.Round(time.Millisecond), took.Round(time.Millisecond))
+		n, counted, n-counted, got.refused, refusedFor.Round(time.Millisecond), sent.Round(time.Millisecond), drained.Round(time.Millisecond), took.Round(time.Millisecond))
 	if counted > n {
 		t.Errorf("%d counted of %d notices: a retried notice counted twice", counted, n)
 	}

@@ -170,7 +170,9 @@ func (d *direct) read(ctx context.Context, req *counting.BatchRequest) ([]counti
 	var cached []rueidis.CacheableTTL
 	var plain rueidis.Commands
 	var spans []cmdSpan
-	add := func(sp cmdSpan, cmds []rueidis.Cacheable, cacheable bool) {
+	// place puts a counter's commands on the cached or the plain list and
+	// says where they are.
+	place := func(sp cmdSpan, cmds []rueidis.Cacheable, cacheable bool) cmdSpan {
 		if cacheable && d.cached[sp.dim] {
 			sp.cached, sp.from = true, len(cached)
 			for _, c := range cmds {
@@ -184,7 +186,7 @@ func (d *direct) read(ctx context.Context, req *counting.BatchRequest) ([]counti
 			}
 			sp.to = len(plain)
 		}
-		spans = append(spans, sp)
+		return sp
 	}
 	for i := range req.Items {
 		bi := req.Items[i]
@@ -203,15 +205,13 @@ func (d *direct) read(ctx context.Context, req *counting.BatchRequest) ([]counti
 			subj := counting.Subject{Dim: dim, ID: id}
 			day := counting.Item{Scope: scope, Subject: subj, Spec: counting.Spec{Kind: counting.Day, Span: 1}}
 			cmds, ok := keyspace.ReadWindow(b, &day)
-			add(cmdSpan{item: i, dim: dim, counter: day}, cmds, ok)
+			spans = append(spans, place(cmdSpan{item: i, dim: dim, counter: day}, cmds, ok))
 			if len(bi.WindowHours) > 0 {
 				// One HMGET of the widest window answers every window.
 				widest := slices.Max(bi.WindowHours)
 				it := counting.Item{Scope: scope, Subject: subj, Spec: counting.Spec{Kind: counting.Hours, Span: int64(widest)}}
-				add(cmdSpan{item: i, dim: dim, counter: it, window: -1},
+				read := place(cmdSpan{item: i, dim: dim, counter: it},
 					[]rueidis.Cacheable{keyspace.ReadHours(b, &it, d.hours.Of(hour, widest))}, true)
-				read := spans[len(spans)-1]
-				spans = spans[:len(spans)-1]
 				for w, h := range bi.WindowHours {
 					sp := read
 					sp.counter.Spec.Span, sp.window = int64(h), w
@@ -220,7 +220,7 @@ func (d *direct) read(ctx context.Context, req *counting.BatchRequest) ([]counti
 			}
 			if bi.PaceWindowSec > 0 {
 				it := counting.Item{Scope: scope, Subject: subj, Spec: counting.Spec{Kind: counting.Sliding, Span: int64(bi.PaceWindowSec)}}
-				add(cmdSpan{item: i, dim: dim, counter: it}, keyspace.ReadSliding(b, &it, now.UnixMilli()), false)
+				spans = append(spans, place(cmdSpan{item: i, dim: dim, counter: it}, keyspace.ReadSliding(b, &it, now.UnixMilli()), false))
 			}
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,13 +51,12 @@ func TestEveryKeyLandsOnTheNodeOfItsTag(t *testing.T) {
 		}
 	}
 	prefixes := []string{"freq:", "hfreq:", "sfreq:", "gfreq:", "dedup:", "rl:"}
+	owners := srv.SlotOwners(t)
 	for m, addr := range srv.Masters() {
 		node := srv.Node(addr)
-		slots := ownSlots(t, node)
 		seen := map[string]int{}
 		for _, key := range node.Keys(t, "*") {
-			slot := keySlot(t, node, hashTag(key))
-			if !slots[slot] {
+			if slot := redistest.KeySlot(key); !slices.ContainsFunc(owners[addr], func(r [2]int) bool { return slot >= r[0] && slot <= r[1] }) {
 				t.Errorf("master %d holds %s, whose tag hashes to slot %d it does not serve", m, key, slot)
 			}
 			for _, p := range prefixes {
@@ -93,43 +91,6 @@ func TestEveryKeyLandsOnTheNodeOfItsTag(t *testing.T) {
 	if sum != want {
 		t.Errorf("EVALSHA calls %v, sum %d, want %d", got, sum, want)
 	}
-}
-
-// ownSlots are the slots node serves, from its own line of CLUSTER NODES.
-func ownSlots(t *testing.T, node *redistest.Server) map[int]bool {
-	t.Helper()
-	out := node.OnMasters(t, "CLUSTER", "NODES")[0]
-	slots := map[int]bool{}
-	for line := range strings.Lines(out) {
-		f := strings.Fields(line)
-		if len(f) < 9 || !strings.Contains(f[2], "myself") {
-			continue
-		}
-		for _, r := range f[8:] {
-			lo, hi, ok := strings.Cut(r, "-")
-			if !ok {
-				hi = lo
-			}
-			a, _ := strconv.Atoi(lo)
-			b, _ := strconv.Atoi(hi)
-			for s := a; s <= b; s++ {
-				slots[s] = true
-			}
-		}
-	}
-	if len(slots) == 0 {
-		t.Fatalf("node serves no slot:\n%s", out)
-	}
-	return slots
-}
-
-func keySlot(t *testing.T, node *redistest.Server, key string) int {
-	t.Helper()
-	n, err := strconv.Atoi(strings.TrimSpace(node.OnMasters(t, "CLUSTER", "KEYSLOT", key)[0]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // COUNTER_READ_FROM=replica sends every read to the replicas (the masters

@@ -310,7 +310,7 @@ func (s *Server) Replicas() []string {
 func keyInSlot(lo, hi int) string {
 	for n := 0; ; n++ {
 		k := strconv.Itoa(n)
-		if s := int(crc16([]byte(k)) % 16384); s >= lo && s <= hi {
+		if s := KeySlot(k); s >= lo && s <= hi {
 			return k
 		}
 	}
@@ -335,24 +335,37 @@ func crc16(b []byte) uint16 {
 // MasterOf is the address of the master serving key's slot now.
 func (s *Server) MasterOf(t testing.TB, key string) string {
 	t.Helper()
+	slot := KeySlot(key)
+	for addr, ranges := range s.SlotOwners(t) {
+		for _, r := range ranges {
+			if slot >= r[0] && slot <= r[1] {
+				return addr
+			}
+		}
+	}
+	t.Fatalf("redistest: no master serves %s", key)
+	return ""
+}
+
+// SlotOwners are the slot ranges each master serves now, by address, as
+// the first live node's CLUSTER NODES says (failed masters left out).
+func (s *Server) SlotOwners(t testing.TB) map[string][][2]int {
+	t.Helper()
 	for _, n := range s.nodes {
 		if n.cmd == nil {
 			continue // killed
 		}
-		out, err := n.cli("CLUSTER", "KEYSLOT", key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		slot, _ := strconv.Atoi(strings.TrimSpace(out))
 		nodes, err := n.cli("CLUSTER", "NODES")
 		if err != nil {
 			t.Fatal(err)
 		}
+		owners := map[string][][2]int{}
 		for line := range strings.Lines(nodes) {
 			f := strings.Fields(line)
 			if len(f) < 9 || !strings.Contains(f[2], "master") || strings.Contains(f[2], "fail") {
 				continue
 			}
+			addr, _, _ := strings.Cut(f[1], "@")
 			for _, r := range f[8:] {
 				lo, hi, ok := strings.Cut(r, "-")
 				if !ok {
@@ -360,15 +373,25 @@ func (s *Server) MasterOf(t testing.TB, key string) string {
 				}
 				a, _ := strconv.Atoi(lo)
 				b, _ := strconv.Atoi(hi)
-				if slot >= a && slot <= b {
-					addr, _, _ := strings.Cut(f[1], "@")
-					return addr
-				}
+				owners[addr] = append(owners[addr], [2]int{a, b})
 			}
 		}
+		return owners
 	}
-	t.Fatalf("redistest: no master serves %s", key)
-	return ""
+	t.Fatal("redistest: no node is running")
+	return nil
+}
+
+// KeySlot is key's Redis Cluster slot: the CRC16 of its hash tag (the part
+// between the first '{' and the first '}' after it, when not empty), or of
+// the whole key, modulo 16384.
+func KeySlot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	return int(crc16([]byte(key)) % 16384)
 }
 
 // WaitServing waits until every node still running says the cluster is

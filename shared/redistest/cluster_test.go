@@ -1,6 +1,7 @@
 package redistest_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,6 +20,17 @@ func TestClusterServesEverySlotWithReplicas(t *testing.T) {
 	for _, m := range c.Masters() {
 		if !strings.Contains(c.URL(), m) {
 			t.Errorf("URL %s does not name master %s", c.URL(), m)
+		}
+	}
+	// KeySlot hashes as Redis does, hash tags included.
+	host, port, _ := strings.Cut(c.Addr, ":")
+	for _, key := range []string{"a", "freq:{win:device:7:abc}", "x{}y", "{}{b}", "rl:{p:api:user%3A1}:fixed_window:10:1000", "{only}"} {
+		out, err := exec.Command("redis-cli", "-h", host, "-p", port, "CLUSTER", "KEYSLOT", key).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := redistest.KeySlot(key), strings.TrimSpace(string(out)); strconv.Itoa(got) != want {
+			t.Errorf("KeySlot(%q) = %d, Redis says %s", key, got, want)
 		}
 	}
 	for _, addr := range c.Nodes() {
