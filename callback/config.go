@@ -30,7 +30,8 @@ type Config struct {
 	JournalMax      int           `env:"CALLBACK_JOURNAL_MAX" envDefault:"1000000" help:"most undelivered notices in the journal before 503"`
 	Partitions      int           `env:"CALLBACK_JOURNAL_PARTITIONS" envDefault:"8" help:"stream keys of the journal; the same for every instance"`
 	ClaimIdle       time.Duration `env:"CALLBACK_CLAIM_IDLE" envDefault:"30s" help:"how long a taken entry may sit unfinished before another instance takes it over"`
-	AppendTimeout   time.Duration `env:"CALLBACK_APPEND_TIMEOUT" envDefault:"500ms" help:"how long a notice waits for its journal write before 503"`
+	AppendTimeout   time.Duration `env:"CALLBACK_APPEND_TIMEOUT" envDefault:"500ms" help:"how long a notice waits for its journal write (and its replicas) before 503"`
+	JournalReplicas int           `env:"CALLBACK_JOURNAL_REPLICAS" envDefault:"0" help:"replicas a journal append must reach (WAIT) before the notice is answered; 0: the master's answer is enough"`
 	FlushDelay      time.Duration `env:"CALLBACK_REDIS_FLUSH_DELAY" envDefault:"50us" help:"how long rueidis waits to send concurrent journal writes in one write"`
 	Workers         int           `env:"CALLBACK_WORKERS" envDefault:"32" help:"concurrent forwarding requests"`
 	BatchSize       int           `env:"CALLBACK_BATCH_SIZE" envDefault:"100" help:"most notices in one POST /v1/incr/batch"`
@@ -103,6 +104,8 @@ func loadSettings(environ []string) (Settings, error) {
 		return s, fmt.Errorf("CALLBACK_JOURNAL_PARTITIONS: must be between 1 and 1024, got %d", cfg.Partitions)
 	case cfg.JournalMax < cfg.Partitions:
 		return s, fmt.Errorf("CALLBACK_JOURNAL_MAX: must be at least CALLBACK_JOURNAL_PARTITIONS (%d), got %d", cfg.Partitions, cfg.JournalMax)
+	case cfg.JournalReplicas < 0 || cfg.JournalReplicas > 16:
+		return s, fmt.Errorf("CALLBACK_JOURNAL_REPLICAS: must be between 0 and 16, got %d", cfg.JournalReplicas)
 	case cfg.Workers < 1:
 		return s, fmt.Errorf("CALLBACK_WORKERS: must be at least 1, got %d", cfg.Workers)
 	case cfg.BatchSize < 1 || cfg.BatchSize > 1000:

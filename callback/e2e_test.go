@@ -1026,3 +1026,45 @@ func TestPublicPortLimitsEachSource(t *testing.T) {
 	s.waitKey("freq:{win:device:src:d}", 20, 10*time.Second)
 	s.waitMetric(`freqcap_callback_notices_rejected_total{event="win",reason="source_limit"} 10`, 5*time.Second)
 }
+
+// TestJournalReplicasGateTheAcknowledgement: with
+// CALLBACK_JOURNAL_REPLICAS=1 a notice is answered 204 once a replica has
+// it; with the replica frozen it gets 503, and the exchange's resend of it
+// counts once.
+func TestJournalReplicasGateTheAcknowledgement(t *testing.T) {
+	srv := redistest.Start(t)
+	replica := replicaFor(t, srv, journalKey(0))
+	s := startStackOn(t, srv, "CALLBACK_JOURNAL_REPLICAS=1", "CALLBACK_JOURNAL_PARTITIONS=1", "CALLBACK_APPEND_TIMEOUT=1s")
+	if logs := s.callback.Logs(); !strings.Contains(logs, "journal appends wait for replicas") {
+		t.Errorf("callback did not say its appends wait for replicas:\n%s", logs)
+	}
+	pub := "http://" + s.public
+	if code, _, body := s.do("GET", pub+"/win?cid=rep&device=dev&eid=r1", ""); code != http.StatusNoContent {
+		t.Fatalf("notice with the replica up: %d %s", code, body)
+	}
+	s.waitKey("freq:{win:device:rep:dev}", 1, 10*time.Second)
+
+	replica.Pause()
+	code, h, body := s.do("GET", pub+"/win?cid=rep&device=dev&eid=r2", "")
+	replica.Resume()
+	if code != http.StatusServiceUnavailable || h.Get("Retry-After") == "" || !strings.Contains(body, "not replicated") {
+		t.Fatalf("notice with the replica frozen: %d %q %s, want 503 with Retry-After\n%s", code, h.Get("Retry-After"), body, s.callback.Logs())
+	}
+	s.waitMetric(`freqcap_callback_notices_rejected_total{event="win",reason="journal_unreplicated"} 1`, 5*time.Second)
+
+	// The refused notice reached the master's journal; the exchange sends
+	// it again: it is counted once.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, _, body := s.do("GET", pub+"/win?cid=rep&device=dev&eid=r2", "")
+		if code == http.StatusNoContent {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("resend after the replica came back: %d %s", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.waitMetric(`freqcap_callback_journal_undelivered 0`, 10*time.Second)
+	s.waitKey("freq:{win:device:rep:dev}", 2, 0)
+}

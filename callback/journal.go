@@ -32,6 +32,20 @@ type Journal struct {
 	next     atomic.Uint64
 	lengths  []atomic.Int64 // each partition's length: sampled, plus this instance's appends since
 	appended []atomic.Int64 // this instance's appends to each partition, ever
+
+	// replicas is how many replicas an append must reach before it is
+	// acknowledged (0: the master's answer is enough); then appends go
+	// through one committer per partition (queues), see Replicate.
+	replicas int64
+	waitFor  time.Duration
+	queues   []chan replicatedAppend
+}
+
+// replicatedAppend is one XADD waiting for its committer.
+type replicatedAppend struct {
+	ctx  context.Context
+	cmd  rueidis.Completed
+	done chan error
 }
 
 // entry is one notice read from the journal.
@@ -48,6 +62,10 @@ const journalGroup = "callback"
 // errJournalFull means the partition holds its maximum of undelivered
 // notices: the counter has been unreachable for a while.
 var errJournalFull = errors.New("journal full")
+
+// errNotReplicated means the append reached the master but not enough
+// replicas within the append timeout: it may be lost in a failover.
+var errNotReplicated = errors.New("journal append not replicated")
 
 func journalKey(p int) string { return "notices:{" + strconv.Itoa(p) + "}" }
 
@@ -144,7 +162,13 @@ func (j *Journal) Append(ctx context.Context, n notice) error {
 	for d, v := range n.dims {
 		fv = fv.FieldValue(d, v)
 	}
-	if err := j.rdb.Do(ctx, fv.Build()).Error(); err != nil {
+	var err error
+	if j.queues == nil {
+		err = j.rdb.Do(ctx, fv.Build()).Error()
+	} else {
+		err = j.appendReplicated(ctx, p, fv.Build())
+	}
+	if err != nil {
 		return err
 	}
 	// Counted after Redis answered: an append that finishes while a sample
@@ -153,6 +177,135 @@ func (j *Journal) Append(ctx context.Context, n notice) error {
 	j.appended[p].Add(1)
 	j.lengths[p].Add(1)
 	return nil
+}
+
+// commitGroup is the most appends one committer sends before its WAIT.
+const commitGroup = 512
+
+// Replicate makes every append wait until n replicas have it (WAIT n),
+// for at most timeout, before it is acknowledged; an append that reached
+// fewer is errNotReplicated. WAIT counts what the connection it is sent on
+// wrote, so each partition has a committer that sends the appends waiting
+// for it on a connection of its own, followed by one WAIT for all of them
+// (a group commit): one replica round trip per group, not per notice. The
+// committers stop when ctx ends.
+func (j *Journal) Replicate(ctx context.Context, n int, timeout time.Duration) {
+	if n <= 0 {
+		return
+	}
+	j.replicas, j.waitFor = int64(n), timeout
+	j.queues = make([]chan replicatedAppend, len(j.keys))
+	for p := range j.queues {
+		j.queues[p] = make(chan replicatedAppend, commitGroup)
+		go j.commit(ctx, p)
+	}
+}
+
+func (j *Journal) appendReplicated(ctx context.Context, p int, cmd rueidis.Completed) error {
+	a := replicatedAppend{ctx: ctx, cmd: cmd, done: make(chan error, 1)}
+	select {
+	case j.queues[p] <- a:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-a.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// commit sends partition p's waiting appends in groups, each followed by
+// a WAIT.
+func (j *Journal) commit(ctx context.Context, p int) {
+	group := make([]replicatedAppend, 0, commitGroup)
+	for {
+		group = group[:0]
+		select {
+		case <-ctx.Done():
+			return
+		case a := <-j.queues[p]:
+			group = append(group, a)
+		}
+	fill:
+		for len(group) < commitGroup {
+			select {
+			case a := <-j.queues[p]:
+				group = append(group, a)
+			default:
+				break fill
+			}
+		}
+		j.commitGroup(ctx, group)
+	}
+}
+
+func (j *Journal) commitGroup(ctx context.Context, group []replicatedAppend) {
+	cmds := make(rueidis.Commands, 0, len(group)+1)
+	sent := group[:0:0]
+	for _, a := range group {
+		if a.ctx.Err() != nil {
+			continue // answered 503 already: not written
+		}
+		cmds = append(cmds, a.cmd)
+		sent = append(sent, a)
+	}
+	if len(sent) == 0 {
+		return
+	}
+	// WAIT answers before the first of the appends gives up, so that it
+	// says why (not replicated, rather than timed out): it gets half the
+	// time left, since Redis ends a blocked command's wait only as often as
+	// its event loop wakes (hz: every 100 ms by default).
+	wait := j.waitFor / 2
+	for _, a := range sent {
+		if d, ok := a.ctx.Deadline(); ok {
+			wait = min(wait, time.Until(d)/2)
+		}
+	}
+	ms := max(wait.Milliseconds(), 1)
+	cmds = append(cmds, j.rdb.B().Wait().Numreplicas(j.replicas).Timeout(ms).Build())
+	ctx, cancel := context.WithTimeout(ctx, j.waitFor+time.Second)
+	defer cancel()
+	_ = j.rdb.Dedicated(func(c rueidis.DedicatedClient) error {
+		rs := c.DoMulti(ctx, cmds...)
+		got, werr := rs[len(rs)-1].AsInt64()
+		if werr == nil && got < j.replicas {
+			werr = fmt.Errorf("%w: %d of %d replicas within %dms", errNotReplicated, got, j.replicas, ms)
+		}
+		for i, a := range sent {
+			err := rs[i].Error()
+			if err == nil {
+				err = werr
+			}
+			a.done <- err
+		}
+		return nil
+	})
+}
+
+// MinReplicas is the fewest replicas any master of the journal has
+// connected (INFO replication on every node): what Replicate can count on.
+func (j *Journal) MinReplicas(ctx context.Context) (int, error) {
+	least := -1
+	for addr, c := range j.rdb.Nodes() {
+		info, err := c.Do(ctx, c.B().Info().Section("replication").Build()).ToString()
+		if err != nil {
+			return 0, fmt.Errorf("INFO replication of %s: %w", addr, err)
+		}
+		if !strings.Contains(info, "role:master") {
+			continue
+		}
+		for line := range strings.Lines(info) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+				if n, err := strconv.Atoi(v); err == nil && (least < 0 || n < least) {
+					least = n
+				}
+			}
+		}
+	}
+	return max(least, 0), nil
 }
 
 // decode turns a stream entry back into its notice. Fields E, C and I are

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ func newTestJournal(t *testing.T, partitions, maxLen int) (*Journal, rueidis.Cli
 	return newTestJournalOn(t, redistest.Start(t), partitions, maxLen)
 }
 
-func newTestJournalOn(t *testing.T, srv *redistest.Server, partitions, maxLen int) (*Journal, rueidis.Client) {
+func newTestJournalOn(t testing.TB, srv *redistest.Server, partitions, maxLen int) (*Journal, rueidis.Client) {
 	t.Helper()
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}})
 	if err != nil {
@@ -185,5 +186,106 @@ func TestJournalRefusesEntriesThatAreNotNotices(t *testing.T) {
 	es, err := j.Read(ctx, 0, 10, 0)
 	if err != nil || len(es) != 1 || es[0].bad == nil {
 		t.Fatalf("a junk entry: %+v (%v), want it marked bad", es, err)
+	}
+}
+
+// replicaFor is a replica of the master serving key: one of the cluster's,
+// or one started for a single server.
+func replicaFor(t *testing.T, srv *redistest.Server, key string) *redistest.Server {
+	t.Helper()
+	if !redistest.Clustered() {
+		return srv.StartReplica(t)
+	}
+	return srv.ReplicaOf(t, srv.MasterOf(t, key))
+}
+
+// replicaLen is XLEN of key on the replica itself (READONLY on a cluster).
+func replicaLen(t *testing.T, replica *redistest.Server, key string) int64 {
+	t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{replica.Addr}, ForceSingleClient: true, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var n int64
+	err = c.Dedicated(func(d rueidis.DedicatedClient) error {
+		if redistest.Clustered() {
+			if err := d.Do(context.Background(), d.B().Readonly().Build()).Error(); err != nil {
+				return err
+			}
+		}
+		n, err = d.Do(context.Background(), d.B().Xlen().Key(key).Build()).AsInt64()
+		return err
+	})
+	if err != nil {
+		t.Fatalf("XLEN %s on replica %s: %v", key, replica.Addr, err)
+	}
+	return n
+}
+
+// TestReplicatedAppendsWaitForAReplica: with Replicate, an append is
+// acknowledged only once a replica has it; with the replica frozen it is
+// errNotReplicated (the notice gets 503), while an append that does not
+// wait still succeeds.
+func TestReplicatedAppendsWaitForAReplica(t *testing.T) {
+	srv := redistest.Start(t)
+	key := journalKey(0)
+	replica := replicaFor(t, srv, key)
+	j, c := newTestJournalOn(t, srv, 1, 10_000)
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	j.Replicate(ctx, 1, 300*time.Millisecond)
+	if n, err := j.MinReplicas(ctx); err != nil || n < 1 {
+		t.Fatalf("MinReplicas = %d (%v), want at least 1", n, err)
+	}
+
+	// 300 concurrent appends: each one acknowledged is on the replica at
+	// once, and they shared WAITs (a group commit).
+	srv.OnMasters(t, "CONFIG", "RESETSTAT")
+	errs := make(chan error, 300)
+	for i := range 300 {
+		go func() { errs <- j.Append(ctx, testNotice(fmt.Sprintf("e%d", i))) }()
+	}
+	for range 300 {
+		if err := <-errs; err != nil {
+			t.Fatalf("replicated append: %v", err)
+		}
+	}
+	if n := replicaLen(t, replica, key); n != 300 {
+		t.Fatalf("replica holds %d entries once 300 appends were acknowledged, want 300", n)
+	}
+	if waits, adds := srv.TotalCalls(t, "wait"), srv.TotalCalls(t, "xadd"); adds != 300 || waits < 1 || waits > adds {
+		t.Errorf("%d XADD and %d WAIT, want 300 XADD and 1..300 WAIT", adds, waits)
+	}
+
+	// The replica frozen: the append reaches the master, not the replica.
+	replica.Pause()
+	err := j.Append(ctx, testNotice("frozen"))
+	if !errors.Is(err, errNotReplicated) {
+		replica.Resume()
+		t.Fatalf("append with the replica frozen: %v, want errNotReplicated", err)
+	}
+	plain := newJournal(c, 1, 10_000, "plain")
+	if err := plain.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.Append(ctx, testNotice("unwaited")); err != nil {
+		t.Errorf("an append that does not wait, with the replica frozen: %v", err)
+	}
+	replica.Resume()
+
+	// Once the replica is back, appends are acknowledged again.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := j.Append(ctx, testNotice("back"))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("appends after the replica came back: %v", err)
+		}
+	}
+	if n := replicaLen(t, replica, key); n < 303 {
+		t.Errorf("replica holds %d entries, want the 300, the frozen and unwaited ones, and the last", n)
 	}
 }

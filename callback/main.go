@@ -89,6 +89,17 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	if err := journal.Setup(ctx); err != nil {
 		return err
 	}
+	if s.JournalReplicas > 0 {
+		journal.Replicate(ctx, s.JournalReplicas, s.AppendTimeout)
+		switch n, err := journal.MinReplicas(ctx); {
+		case err != nil:
+			log.Warn("journal replicas unknown", "err", err)
+		case n < s.JournalReplicas:
+			log.Warn("a journal master has fewer replicas than CALLBACK_JOURNAL_REPLICAS: its notices get 503 until enough replicas are connected", "connected", n, "want", s.JournalReplicas)
+		default:
+			log.Info("journal appends wait for replicas", "replicas", s.JournalReplicas, "timeout", s.AppendTimeout)
+		}
+	}
 	fwd := newForwarder(s, journal, schema, campaigns, log)
 	fwd.metrics = newMetrics(reg, journal)
 	fwd.Start()

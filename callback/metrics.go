@@ -34,7 +34,7 @@ func newMetrics(reg prometheus.Registerer, journal *Journal) *metrics {
 			Name: "freqcap_callback_notices_accepted_total", Help: "Notices validated and written to the journal (answered 2xx), by event.",
 		}, []string{"event"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "freqcap_callback_notices_rejected_total", Help: "Notices refused, by event and reason (invalid, macro, audit, conflict, too_large, signature, unknown_campaign, source_limit, journal_full, journal_unavailable, draining).",
+			Name: "freqcap_callback_notices_rejected_total", Help: "Notices refused, by event and reason (invalid, macro, audit, conflict, too_large, signature, unknown_campaign, source_limit, journal_full, journal_unavailable, journal_unreplicated, draining).",
 		}, []string{"event", "reason"}),
 		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "freqcap_callback_forwarded_total", Help: "Notices delivered to the counter, by result (counted, duplicate).",

@@ -119,6 +119,7 @@ func handleNotice(d deps, event string, asPixel bool) http.Handler {
 	accepted := m.accepted.WithLabelValues(event)
 	full := &rate.Sometimes{Interval: time.Second}
 	down := &rate.Sometimes{Interval: time.Second}
+	unreplicated := &rate.Sometimes{Interval: time.Second}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		received.Inc()
 		if d.draining.Load() {
@@ -207,6 +208,11 @@ func handleNotice(d deps, event string, asPixel bool) http.Handler {
 			m.rejected.WithLabelValues(event, "journal_full").Inc()
 			full.Do(func() { log.Warn("journal full: refusing notices with 503 until the counter catches up") })
 			unavailable(w, "journal full, send again")
+			return
+		case errors.Is(err, errNotReplicated):
+			m.rejected.WithLabelValues(event, "journal_unreplicated").Inc()
+			unreplicated.Do(func() { log.Warn("journal appends not replicated: refusing notices with 503", "err", err) })
+			unavailable(w, "journal not replicated, send again")
 			return
 		case err != nil:
 			m.rejected.WithLabelValues(event, "journal_unavailable").Inc()

@@ -31,6 +31,7 @@ type Config struct {
 	ReadFrom         string        `env:"COUNTER_READ_FROM" envDefault:"primary" help:"primary or replica: where reads go on a Redis Cluster (replica: counts lag writes by the replication delay; writes and rate-limit checks always go to the primary)"`
 	ReadTimeout      time.Duration `env:"COUNTER_READ_TIMEOUT" envDefault:"5ms" help:"hard deadline of every read and rate-limit check"`
 	WriteTimeout     time.Duration `env:"COUNTER_WRITE_TIMEOUT" envDefault:"1s" help:"deadline of a write"`
+	WriteReplicas    int           `env:"COUNTER_WRITE_REPLICAS" envDefault:"0" help:"replicas a write must reach (WAIT) before it is answered as written; 0: the master's answer is enough"`
 	HotKeyRate       float64       `env:"COUNTER_HOT_KEY_RATE" envDefault:"100" help:"reads a second that make a counter read straight from Redis (a device) go through client-side caching while it stays hot; 0: never"`
 	HotKeys          int           `env:"COUNTER_HOT_KEYS" envDefault:"64" help:"counters the hot-key sketch tracks (Space-Saving)"`
 	StaleMax         time.Duration `env:"COUNTER_STALE_MAX" envDefault:"60s" help:"how old a last-known value may be to answer a read Redis cannot serve in time (0: answer 0, degraded)"`
@@ -118,6 +119,8 @@ func loadSettings(environ []string) (Settings, error) {
 		return s, fmt.Errorf("COUNTER_READ_FROM: want primary or replica, got %q", cfg.ReadFrom)
 	case cfg.ReadTimeout <= 0:
 		return s, fmt.Errorf("COUNTER_READ_TIMEOUT: must be positive, got %s", cfg.ReadTimeout)
+	case cfg.WriteReplicas < 0 || cfg.WriteReplicas > 16:
+		return s, fmt.Errorf("COUNTER_WRITE_REPLICAS: must be between 0 and 16, got %d", cfg.WriteReplicas)
 	case cfg.WriteTimeout <= 0:
 		return s, fmt.Errorf("COUNTER_WRITE_TIMEOUT: must be positive, got %s", cfg.WriteTimeout)
 	case cfg.CacheTTL <= 0:

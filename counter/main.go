@@ -128,6 +128,7 @@ func newStore(rdb rueidis.Client, reach *redisconn.Reach, s Settings, m *metrics
 		hours:       keyspace.NewHourFields(s.MaxWindowHours),
 		known:       newLastKnown(s.StaleMax, s.StaleCacheMB),
 		hot:         newHotKeys(s.HotKeys, s.HotKeyRate, time.Second),
+		replicated:  newReplicatedWrites(rdb, s.WriteReplicas, s.WriteTimeout),
 	}
 	st.hot.start()
 	st.startReaders()

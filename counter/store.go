@@ -42,6 +42,9 @@ type Store struct {
 	// probing is set while one is under way.
 	stall, probed atomic.Int64
 	probing       atomic.Bool
+	// replicated is set when writes wait for replicas
+	// (COUNTER_WRITE_REPLICAS).
+	replicated *replicatedWrites
 }
 
 // env is the instant and settings one call builds its commands from.
@@ -73,7 +76,7 @@ func (s *Store) Write(ctx context.Context, items []counting.Item) []counting.Res
 		cmds[k] = r.script.evalsha(s.rdb, r.keys, r.args)
 	}
 	// One DoMulti: one pipelined round trip per node.
-	out := s.rdb.DoMulti(ctx, cmds...)
+	out := s.doWrites(ctx, cmds)
 	var again []int // runs Redis answered NOSCRIPT
 	for k, r := range out {
 		if isNoScript(r.Error()) {
@@ -89,7 +92,7 @@ func (s *Store) Write(ctx context.Context, items []counting.Item) []counting.Res
 		for k, p := range again {
 			evals[k] = runs[p].script.eval(s.rdb, runs[p].keys, runs[p].args)
 		}
-		for k, r := range s.rdb.DoMulti(ctx, evals...) {
+		for k, r := range s.doWrites(ctx, evals) {
 			out[again[k]] = r
 		}
 	}
@@ -119,6 +122,15 @@ func (s *Store) Write(ctx context.Context, items []counting.Item) []counting.Res
 		}
 	}
 	return res
+}
+
+// doWrites sends a write's script runs, waiting for the replicas when
+// COUNTER_WRITE_REPLICAS asks for them.
+func (s *Store) doWrites(ctx context.Context, cmds rueidis.Commands) []rueidis.RedisResult {
+	if s.replicated == nil {
+		return s.rdb.DoMulti(ctx, cmds...)
+	}
+	return s.replicated.DoMulti(ctx, cmds)
 }
 
 // scriptRun is one script run of a write and the items it answers, in order.

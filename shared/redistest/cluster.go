@@ -225,6 +225,11 @@ func (s *Server) Node(addr string) *Server {
 	if s.Addr == addr && s.nodes == nil {
 		return s
 	}
+	for _, n := range s.followers {
+		if n.Addr == addr {
+			return n
+		}
+	}
 	s.t.Fatalf("redistest: no node %s", addr)
 	return nil
 }

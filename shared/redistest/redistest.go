@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -33,6 +34,8 @@ type Server struct {
 	// nodes are a cluster's, masters first, then their replicas in the
 	// same order; nil for a single server.
 	nodes []*Server
+	// followers are the replicas StartReplica started for a single server.
+	followers []*Server
 }
 
 // Clustered reports whether FREQCAP_TEST_REDIS=cluster asks for clusters.
@@ -69,6 +72,81 @@ func StartSingle(t testing.TB, args ...string) *Server {
 		}
 	})
 	return s
+}
+
+// StartReplica starts a replica of the single server s (redis-server
+// --replicaof) and waits until s counts it as in sync; a cluster has its
+// replicas already.
+func (s *Server) StartReplica(t testing.TB) *Server {
+	t.Helper()
+	if s.nodes != nil {
+		t.Fatal("redistest: StartReplica of a cluster: it has its replicas")
+	}
+	// The first sync starts at once instead of after 5 s.
+	if _, err := s.cli("CONFIG", "SET", "repl-diskless-sync-delay", "0"); err != nil {
+		t.Fatal(err)
+	}
+	r := StartSingle(t, "--replicaof", "127.0.0.1", strconv.Itoa(s.port))
+	s.followers = append(s.followers, r)
+	// In sync: a write on s (a PUBLISH, which leaves no key) reaches it,
+	// as WAIT on the same connection says. Until the replica's first
+	// acknowledgement, which may take a second, the master streams nothing.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cmd := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", strconv.Itoa(s.port))
+		cmd.Stdin = strings.NewReader("PUBLISH redistest:sync 1\nWAIT 1 100\n")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("redistest: PUBLISH and WAIT on %s: %v: %s", s.Addr, err, out)
+		}
+		if f := strings.Fields(string(out)); len(f) == 2 && f[1] == "1" {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: replica %s of %s not in sync after 10s", r.Addr, s.Addr)
+		}
+	}
+}
+
+// ReplicaOf is a node in sync with the master at addr: one of a cluster's
+// replicas, or one StartReplica started.
+func (s *Server) ReplicaOf(t testing.TB, master string) *Server {
+	t.Helper()
+	addr, ok := s.replicaOf(t, master, "")
+	if !ok {
+		t.Fatalf("redistest: %s has no replica in sync", master)
+	}
+	return s.Node(addr)
+}
+
+// replicaOf reads master's INFO replication for a replica in sync (want,
+// when not empty).
+func (s *Server) replicaOf(t testing.TB, master, want string) (string, bool) {
+	t.Helper()
+	info, err := s.Node(master).cli("INFO", "replication")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		// slave0:ip=127.0.0.1,port=6380,state=online,offset=...,lag=0
+		if !strings.HasPrefix(line, "slave") || !strings.Contains(line, "state=online") {
+			continue
+		}
+		var ip, port string
+		for _, kv := range strings.Split(strings.TrimSpace(line[strings.IndexByte(line, ':')+1:]), ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "ip":
+				ip = v
+			case "port":
+				port = v
+			}
+		}
+		if addr := net.JoinHostPort(ip, port); want == "" || addr == want {
+			return addr, true
+		}
+	}
+	return "", false
 }
 
 // Launch starts a server outside any one test, for TestMain; Close it when

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/freqcap/freqcap/shared/redistest"
+)
+
+// BenchmarkJournalAppend is the exchange-facing cost of persisting a
+// notice: 1 or 32 appenders on one partition, with the master's answer
+// alone (replicas=0) and with a replica's acknowledgement (replicas=1, a
+// WAIT after each group). It reports the appends' p50 and p99 and how many
+// notices shared one WAIT.
+func BenchmarkJournalAppend(b *testing.B) {
+	for _, appenders := range []int{1, 32} {
+		for _, replicas := range []int{0, 1} {
+			b.Run(fmt.Sprintf("appenders=%d/replicas=%d", appenders, replicas), func(b *testing.B) {
+				benchmarkAppend(b, appenders, replicas)
+			})
+		}
+	}
+}
+
+func benchmarkAppend(b *testing.B, appenders, replicas int) {
+	srv := redistest.StartSingle(b)
+	srv.StartReplica(b)
+	j, _ := newTestJournalOn(b, srv, 1, 1<<30)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	j.Replicate(ctx, replicas, time.Second)
+	srv.OnMasters(b, "CONFIG", "RESETSTAT")
+	var mu sync.Mutex
+	took := make([]time.Duration, 0, b.N)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	b.ResetTimer()
+	for range appenders {
+		wg.Go(func() {
+			for i := range next {
+				start := time.Now()
+				if err := j.Append(ctx, testNotice(fmt.Sprintf("e%d", i))); err != nil {
+					b.Error(err)
+				}
+				d := time.Since(start)
+				mu.Lock()
+				took = append(took, d)
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range b.N {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	b.StopTimer()
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(took[min(len(took)-1, len(took)*99/100)].Microseconds()), "p99-µs")
+	if waits := srv.TotalCalls(b, "wait"); waits > 0 {
+		b.ReportMetric(float64(b.N)/float64(waits), "notices/WAIT")
+	}
+}
