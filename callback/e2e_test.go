@@ -87,10 +87,16 @@ func startStack(t *testing.T, callbackEnv ...string) *stack {
 // startStackOn is startStack on a Redis the test started.
 func startStackOn(t *testing.T, srv *redistest.Server, callbackEnv ...string) *stack {
 	t.Helper()
+	return startStackWith(t, srv, nil, callbackEnv)
+}
+
+// startStackWith is startStackOn with settings of the counter too.
+func startStackWith(t *testing.T, srv *redistest.Server, counterEnv, callbackEnv []string) *stack {
+	t.Helper()
 	s := &stack{t: t, redis: srv}
 	s.rc = newRedisClient(t, s.redis)
 	s.counterAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-	s.startCounter()
+	s.startCounter(counterEnv...)
 	s.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	s.admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	s.callback = s.startCallback(callbackEnv...)
