@@ -52,8 +52,9 @@ type Options struct {
 	// MaxBatch is the most counts (one per candidate and capped
 	// dimension) read in one request; a larger call is split into
 	// requests of at most MaxBatch that run at once, each within the
-	// deadline. 0 means 200, which one Redis serves inside the counter's
-	// 5 ms read deadline with a window per count on 2 cores.
+	// deadline. 0 means 200, the counter's default COUNTER_MAX_READ_BATCH
+	// (a larger request is refused): what one Redis serves inside the
+	// counter's 5 ms read deadline.
 	MaxBatch int
 }
 

@@ -79,7 +79,6 @@ type direct struct {
 	schema counting.Schema
 	cached map[string]bool
 	ttl    time.Duration
-	hours  *keyspace.HourFields
 	now    func() time.Time
 	// slots bounds the reads waiting on Redis: a hung Redis holds at most
 	// this many goroutines, and the calls beyond decide at once.
@@ -109,7 +108,7 @@ func newDirect(rdb rueidis.Client, o DirectOptions, now func() time.Time) *direc
 		cached = []string{"bundle", "tagid"}
 	}
 	d := &direct{rdb: rdb, schema: s, cached: map[string]bool{}, ttl: o.CacheTTL,
-		hours: keyspace.NewHourFields(s.MaxWindowHours), now: now, slots: make(chan struct{}, 256)}
+		now: now, slots: make(chan struct{}, 256)}
 	if d.ttl <= 0 {
 		d.ttl = 10 * time.Second
 	}
@@ -207,11 +206,9 @@ func (d *direct) read(ctx context.Context, req *counting.BatchRequest) ([]counti
 			cmds, ok := keyspace.ReadWindow(b, &day)
 			spans = append(spans, place(cmdSpan{item: i, dim: dim, counter: day}, cmds, ok))
 			if len(bi.WindowHours) > 0 {
-				// One HMGET of the widest window answers every window.
-				widest := slices.Max(bi.WindowHours)
-				it := counting.Item{Scope: scope, Subject: subj, Spec: counting.Spec{Kind: counting.Hours, Span: int64(widest)}}
-				read := place(cmdSpan{item: i, dim: dim, counter: it},
-					[]rueidis.Cacheable{keyspace.ReadHours(b, &it, d.hours.Of(hour, widest))}, true)
+				// One HGETALL answers every window.
+				it := counting.Item{Scope: scope, Subject: subj, Spec: counting.Spec{Kind: counting.Hours}}
+				read := place(cmdSpan{item: i, dim: dim, counter: it}, []rueidis.Cacheable{keyspace.ReadHours(b, &it)}, true)
 				for w, h := range bi.WindowHours {
 					sp := read
 					sp.counter.Spec.Span, sp.window = int64(h), w
@@ -231,6 +228,7 @@ func (d *direct) read(ctx context.Context, req *counting.BatchRequest) ([]counti
 	if err != nil {
 		return nil, err
 	}
+	var memo keyspace.HoursMemo
 	for _, sp := range spans {
 		a := &out[sp.item]
 		if a.Code != apierr.OK {
@@ -244,7 +242,7 @@ func (d *direct) read(ctx context.Context, req *counting.BatchRequest) ([]counti
 		var r counting.Result
 		err := firstErr(rs)
 		if err == nil {
-			err = got(&sp.counter, rs, &r)
+			err = got(&sp.counter, hour, &memo, rs, &r)
 		}
 		if err != nil {
 			a.Code, a.Msg, a.Degraded = apierr.CodeOf(err), "counts unavailable: "+err.Error(), true
@@ -268,12 +266,12 @@ func (d *direct) read(ctx context.Context, req *counting.BatchRequest) ([]counti
 }
 
 // got decodes one counter's answers.
-func got(it *counting.Item, rs []rueidis.RedisResult, r *counting.Result) error {
+func got(it *counting.Item, hour int64, memo *keyspace.HoursMemo, rs []rueidis.RedisResult, r *counting.Result) error {
 	switch it.Spec.Kind {
 	case counting.Day:
 		return keyspace.GotWindow(rs, r)
 	case counting.Hours:
-		return keyspace.GotHours(rs, it.Spec.Span, r)
+		return memo.Got(rs, hour, it.Spec.Span, r)
 	default:
 		return keyspace.GotSliding(rs, r)
 	}

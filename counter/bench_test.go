@@ -260,3 +260,39 @@ func usedMemory(b *testing.B, rc rueidis.Client) int64 {
 	b.Fatal("no used_memory in INFO memory")
 	return 0
 }
+
+// BenchmarkStoreReadFullBatch is one read of a full COUNTER_MAX_BATCH of
+// distinct queries (1,000 items of 3 dimensions, each with its own device),
+// with 1 window and with 10 (the widest 168 hours), at the default read
+// deadline (5 ms): it reports the share of queries that came back
+// degraded, and the time of the whole call.
+func BenchmarkStoreReadFullBatch(b *testing.B) {
+	for _, size := range []int{200, 500, 1000} {
+		for _, windows := range [][]int{{24}, {1, 2, 3, 6, 12, 24, 48, 72, 120, 168}} {
+			b.Run(fmt.Sprintf("queries=%d/windows=%d", size, len(windows)), func(b *testing.B) {
+				qs := make([]Query, size)
+				for i := range qs {
+					qs[i] = Query{CID: strconv.Itoa(i % 50), Event: "win", Windows: windows,
+						Dims: []Dim{{"device", fmt.Sprintf("dev-%d", i)}, {"bundle", fmt.Sprintf("com.b%d", i%200)}, {"tagid", strconv.Itoa(i % 20)}}}
+				}
+				srv := redistest.Start(b)
+				st, _ := testStore(b, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=5ms", "COUNTER_HOT_KEY_RATE=0", "COUNTER_STALE_MAX=0")
+				ctx := context.Background()
+				if _, errs := st.IncrBatch(ctx, qs); errors.Join(errs...) != nil {
+					b.Fatal(errors.Join(errs...))
+				}
+				degraded, reads := 0, 0
+				b.ReportAllocs()
+				for b.Loop() {
+					for _, r := range st.Read(ctx, qs) {
+						if r.Err != nil {
+							degraded++
+						}
+					}
+					reads += len(qs)
+				}
+				b.ReportMetric(100*float64(degraded)/float64(reads), "%degraded")
+			})
+		}
+	}
+}

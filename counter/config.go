@@ -27,6 +27,7 @@ type Config struct {
 	MaxSpanSec       int           `env:"COUNTER_MAX_SPAN_SEC" envDefault:"2592000" help:"largest span of a seconds window (AddFreq TIME_UNIT_SEC)"`
 	MaxSpanDays      int           `env:"COUNTER_MAX_SPAN_DAYS" envDefault:"366" help:"largest span of a day window (AddFreq TIME_UNIT_DAY)"`
 	MaxBatch         int           `env:"COUNTER_MAX_BATCH" envDefault:"1000" help:"most items in one batch"`
+	MaxReadBatch     int           `env:"COUNTER_MAX_READ_BATCH" envDefault:"200" help:"most queries in one read batch (POST /v1/freq/batch, BatchGetFreq): what one Redis serves within COUNTER_READ_TIMEOUT"`
 	CacheTTL         time.Duration `env:"COUNTER_CACHE_TTL" envDefault:"10s" help:"longest a cached count lives (Redis invalidates it at once on change)"`
 	ReadFrom         string        `env:"COUNTER_READ_FROM" envDefault:"primary" help:"primary or replica: where reads go on a Redis Cluster (replica: counts lag writes by the replication delay; writes and rate-limit checks always go to the primary)"`
 	ReadTimeout      time.Duration `env:"COUNTER_READ_TIMEOUT" envDefault:"5ms" help:"hard deadline of every read and rate-limit check"`
@@ -115,6 +116,8 @@ func loadSettings(environ []string) (Settings, error) {
 		return s, fmt.Errorf("COUNTER_MAX_SPAN_DAYS: must be between 1 and 3660, got %d", cfg.MaxSpanDays)
 	case cfg.MaxBatch < 1:
 		return s, fmt.Errorf("COUNTER_MAX_BATCH: must be at least 1, got %d", cfg.MaxBatch)
+	case cfg.MaxReadBatch < 1:
+		return s, fmt.Errorf("COUNTER_MAX_READ_BATCH: must be at least 1, got %d", cfg.MaxReadBatch)
 	case cfg.ReadFrom != "primary" && cfg.ReadFrom != "replica":
 		return s, fmt.Errorf("COUNTER_READ_FROM: want primary or replica, got %q", cfg.ReadFrom)
 	case cfg.ReadTimeout <= 0:

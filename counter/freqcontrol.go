@@ -29,7 +29,8 @@ type freqControl struct {
 	log          *slog.Logger
 	store        *Store
 	lim          *limits
-	maxBatch     int
+	maxBatch     int // BatchAddFreq
+	maxReadBatch int // BatchGetFreq
 	writeTimeout time.Duration
 	sometimes    rate.Sometimes
 }
@@ -151,7 +152,7 @@ func (f *freqControl) AddFreq(ctx context.Context, req *connect.Request[freqcapv
 
 func (f *freqControl) BatchAddFreq(ctx context.Context, req *connect.Request[freqcapv1.BatchAddFreqReq]) (*connect.Response[freqcapv1.BatchAddFreqRsp], error) {
 	reqs := req.Msg.GetRequests()
-	if err := f.checkSize(len(reqs)); err != nil {
+	if err := f.checkSize(len(reqs), f.maxBatch); err != nil {
 		return connect.NewResponse(&freqcapv1.BatchAddFreqRsp{Code: apierr.InvalidArgument, Msg: err.Error()}), nil
 	}
 	its := make([]counting.Item, len(reqs))
@@ -186,7 +187,7 @@ func (f *freqControl) GetFreq(ctx context.Context, req *connect.Request[freqcapv
 
 func (f *freqControl) BatchGetFreq(ctx context.Context, req *connect.Request[freqcapv1.BatchGetFreqReq]) (*connect.Response[freqcapv1.BatchGetFreqRsp], error) {
 	reqs := req.Msg.GetRequests()
-	if err := f.checkSize(len(reqs)); err != nil {
+	if err := f.checkSize(len(reqs), f.maxReadBatch); err != nil {
 		return connect.NewResponse(&freqcapv1.BatchGetFreqRsp{Code: apierr.InvalidArgument, Msg: err.Error()}), nil
 	}
 	its := make([]counting.Item, len(reqs))
@@ -207,9 +208,9 @@ func (f *freqControl) BatchGetFreq(ctx context.Context, req *connect.Request[fre
 	return connect.NewResponse(out), nil
 }
 
-func (f *freqControl) checkSize(n int) error {
-	if n < 1 || n > f.maxBatch {
-		return apierr.Invalid("requests must hold 1 to %d requests, got %d", f.maxBatch, n)
+func (f *freqControl) checkSize(n, most int) error {
+	if n < 1 || n > most {
+		return apierr.Invalid("requests must hold 1 to %d requests, got %d", most, n)
 	}
 	return nil
 }

@@ -114,7 +114,7 @@ func TestFrequencyControlOverGRPCAndConnect(t *testing.T) {
 
 func TestFrequencyControlBadInputChangesNothing(t *testing.T) {
 	srv := redistest.Start(t)
-	base := startCounter(t, srv.URL(), "COUNTER_MAX_BATCH=3", "COUNTER_MAX_SPAN_SEC=3600")
+	base := startCounter(t, srv.URL(), "COUNTER_MAX_BATCH=3", "COUNTER_MAX_READ_BATCH=2", "COUNTER_MAX_SPAN_SEC=3600")
 	rc := newClient(t, srv.URL())
 	for name, c := range rpcClients(base) {
 		t.Run(name, func(t *testing.T) {
@@ -155,6 +155,9 @@ func TestFrequencyControlBadInputChangesNothing(t *testing.T) {
 			b, err = c.BatchAddFreq(ctx, connect.NewRequest(&freqcapv1.BatchAddFreqReq{Requests: make([]*freqcapv1.AddFreqReq, 4)}))
 			if err != nil || b.Msg.Code != 10003 || !strings.Contains(b.Msg.Msg, "requests must hold 1 to 3") {
 				t.Errorf("batch over the size limit: %v %v", b, err)
+			}
+			if g, err := c.BatchGetFreq(ctx, connect.NewRequest(&freqcapv1.BatchGetFreqReq{Requests: make([]*freqcapv1.GetFreqReq, 3)})); err != nil || g.Msg.Code != 10003 || !strings.Contains(g.Msg.Msg, "requests must hold 1 to 2") {
+				t.Errorf("read batch over COUNTER_MAX_READ_BATCH: %v %v", g, err)
 			}
 			g, err := c.BatchGetFreq(ctx, connect.NewRequest(&freqcapv1.BatchGetFreqReq{Requests: []*freqcapv1.GetFreqReq{{BusinessId: 5, Key: "ok"}, {BusinessId: 0, Key: "x"}}}))
 			if err != nil || g.Msg.Code != 10003 || !strings.Contains(g.Msg.Msg, "requests[1].business_id") {

@@ -354,7 +354,7 @@ func paceRule(p *parser, windowSec, limit, minGapSec string) (PaceRule, error) {
 // every write is checked against.
 func handleSchema(s Settings) http.Handler {
 	body := counting.Schema{Dimensions: s.Dimensions, Events: s.Events, MaxWindowHours: s.MaxWindowHours,
-		MaxPaceWindowSec: s.MaxPaceWindowSec, MaxBatch: s.MaxBatch, DedupeTTLSec: int(s.DedupeTTL / time.Second)}
+		MaxPaceWindowSec: s.MaxPaceWindowSec, MaxBatch: s.MaxBatch, MaxReadBatch: s.MaxReadBatch, DedupeTTLSec: int(s.DedupeTTL / time.Second)}
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		httpjson.Write(w, http.StatusOK, body)
 	})

@@ -63,7 +63,7 @@ func TestAHotDeviceStopsReachingRedis(t *testing.T) {
 			t.Fatalf("hot read: %+v", r)
 		}
 	}
-	for _, cmd := range []string{"get", "hmget"} {
+	for _, cmd := range []string{"get", "hgetall"} {
 		if calls := srv.TotalCalls(t, cmd); calls > 5 {
 			t.Errorf("1000 reads of a hot device reached Redis: %d %s", calls, cmd)
 		}

@@ -41,9 +41,9 @@ func (hoursKind) wrote(_ *counting.Item, _ *env, v []int64, r *counting.Result) 
 }
 
 func (hoursKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
-	return []rueidis.Cacheable{keyspace.ReadHours(e.b, it, e.fields(e.hour, int(it.Spec.Span)))}, true
+	return []rueidis.Cacheable{keyspace.ReadHours(e.b, it)}, true
 }
 
-func (hoursKind) got(it *counting.Item, _ *env, rs []rueidis.RedisResult, r *counting.Result) error {
-	return keyspace.GotHours(rs, it.Spec.Span, r)
+func (hoursKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *counting.Result) error {
+	return e.hoursMemo.Got(rs, e.hour, it.Spec.Span, r)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/keyspace"
 )
 
 // kind is one kind of counter: its keys, the script that counts, the
@@ -60,8 +61,8 @@ type env struct {
 	loc       *time.Location
 	hour      int64 // epoch hour of now
 	dedupeTTL time.Duration
-	retention int                              // hours every hour hash keeps
-	fields    func(hour int64, n int) []string // hash fields of the n hours up to hour
+	retention int                // hours every hour hash keeps
+	hoursMemo keyspace.HoursMemo // the hour buckets of the counter read last
 }
 
 // limits bound what an item may ask for.

@@ -20,7 +20,6 @@ import (
 	"github.com/freqcap/freqcap/shared/buildinfo"
 	"github.com/freqcap/freqcap/shared/config"
 	"github.com/freqcap/freqcap/shared/httpserver"
-	"github.com/freqcap/freqcap/shared/keyspace"
 	"github.com/freqcap/freqcap/shared/logging"
 	"github.com/freqcap/freqcap/shared/redisconn"
 )
@@ -125,7 +124,6 @@ func newStore(rdb rueidis.Client, reach *redisconn.Reach, s Settings, m *metrics
 		readTimeout: s.ReadTimeout,
 		metrics:     m,
 		retention:   s.MaxWindowHours,
-		hours:       keyspace.NewHourFields(s.MaxWindowHours),
 		known:       newLastKnown(s.StaleMax, s.StaleCacheMB),
 		hot:         newHotKeys(s.HotKeys, s.HotKeyRate, time.Second),
 		replicated:  newReplicatedWrites(rdb, s.WriteReplicas, s.WriteTimeout),

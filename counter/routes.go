@@ -22,7 +22,7 @@ func addRoutes(r chi.Router, d deps) {
 	r.Method(http.MethodGet, "/v1/schema", m.Route("/v1/schema", handleSchema(d.settings)))
 	r.Method(http.MethodPost, "/v1/incr/batch", m.Route("/v1/incr/batch", handleIncrBatch(d.log, d.parser, d.seed000, d.settings.MaxBatch, d.settings.WriteTimeout)))
 	r.Method(http.MethodGet, "/v1/freq", m.Route("/v1/freq", handleFreq(d.log, d.parser, d.seed000, d.degrader)))
-	r.Method(http.MethodPost, "/v1/freq/batch", m.Route("/v1/freq/batch", handleFreqBatch(d.log, d.parser, d.seed000, d.degrader, d.settings.MaxBatch)))
+	r.Method(http.MethodPost, "/v1/freq/batch", m.Route("/v1/freq/batch", handleFreqBatch(d.log, d.parser, d.seed000, d.degrader, d.settings.MaxReadBatch)))
 	r.Method(http.MethodPost, "/v1/pace", m.Route("/v1/pace", handlePace(d.log, d.parser, d.seed000, d.settings.WriteTimeout)))
 	r.Method(http.MethodPost, "/v1/items", m.Route("/v1/items", handleItems(d.log, d.limits, d.store, d.degrader, d.settings.MaxBatch, d.settings.WriteTimeout)))
 	r.Method(http.MethodPost, "/v1/limit", m.Route("/v1/limit", handleLimit(d.limiter)))

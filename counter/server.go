@@ -38,7 +38,7 @@ func NewServer(log *slog.Logger, s Settings, store *Store, reg *prometheus.Regis
 		store:       store,
 		seed000:     seed000{store},
 		limits:      lim,
-		freqControl: &freqControl{log: log, store: store, lim: lim, maxBatch: s.MaxBatch, writeTimeout: s.WriteTimeout},
+		freqControl: &freqControl{log: log, store: store, lim: lim, maxBatch: s.MaxBatch, maxReadBatch: s.MaxReadBatch, writeTimeout: s.WriteTimeout},
 		degrader:    &degrader{log: log, metrics: store.metrics},
 		limiter:     &limiter{log: log, store: store, lim: lim, policies: s.Policies, timeout: s.ReadTimeout, metrics: store.metrics},
 		views:       &views{log: log, store: store, pol: s.Views, perArticle: s.PerArticle, writeTimeout: s.WriteTimeout, readTimeout: s.ReadTimeout},

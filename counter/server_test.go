@@ -198,7 +198,8 @@ func TestHTTPBatch(t *testing.T) {
 
 func TestHTTPBadInputChangesNothing(t *testing.T) {
 	srv := redistest.Start(t)
-	base := startCounter(t, srv.URL(), "COUNTER_MAX_BATCH=3")
+	// Reads and writes have limits of their own.
+	base := startCounter(t, srv.URL(), "COUNTER_MAX_BATCH=3", "COUNTER_MAX_READ_BATCH=2")
 	rc := newClient(t, srv.URL())
 	tests := []struct {
 		method, path, body string
@@ -218,16 +219,16 @@ func TestHTTPBadInputChangesNothing(t *testing.T) {
 		{"POST", "/v1/incr?cid=42&device=" + strings.Repeat("x", 129), "", 400, "device must be 1-128 bytes"},
 		{"POST", "/v1/incr?cid=42&device=abc&eid=a%0Ab", "", 400, "eid must be"},
 		{"GET", "/v1/freq?cid=42&device=abc&eid=e", "", 400, "eid is only accepted on writes"},
-		{"POST", "/v1/freq/batch", `{"items":[]}`, 400, "items must hold 1 to 3 items"},
-		{"POST", "/v1/freq/batch", `{"items":[{},{},{},{}]}`, 400, "items must hold 1 to 3 items"},
+		{"POST", "/v1/freq/batch", `{"items":[]}`, 400, "items must hold 1 to 2 items"},
+		{"POST", "/v1/freq/batch", `{"items":[{},{},{}]}`, 400, "items must hold 1 to 2 items"},
 		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"d"}},{"cid":"2","dims":{"device":"d"},"windowHours":[500]}]}`, 400, "items[1].windowHours must be between 1 and 168"},
 		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"d"},"windowHours":3}]}`, 400, "body must be JSON"},
 		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"devise":"d"}}]}`, 400, `items[0].dims: unknown dimension "devise"`},
 		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":""}}]}`, 400, "items[0].dims.device must be"},
 		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"d"},"extra":1}]}`, 400, "body must be JSON"},
 		{"POST", "/v1/freq/batch", `not json`, 400, "body must be JSON"},
-		// A body beyond 1 KiB an item of COUNTER_MAX_BATCH (3 here) is refused unread.
-		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"` + strings.Repeat("x", 4000) + `"}}]}`, 400, "body over 3072 bytes"},
+		// A body beyond 1 KiB an item of COUNTER_MAX_READ_BATCH (2 here) is refused unread.
+		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"` + strings.Repeat("x", 4000) + `"}}]}`, 400, "body over 2048 bytes"},
 		// An oversize id is refused before the decoder builds it.
 		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"` + strings.Repeat("x", 2000) + `"}}]}`, 400, "a string of more than 1536 bytes"},
 		// Strict parsing: nothing malformed is dropped silently.
@@ -502,7 +503,7 @@ func TestHTTPSchemaIsWhatWritesAreCheckedAgainst(t *testing.T) {
 		t.Fatalf("schema: %d %v", code, m)
 	}
 	expect(t, m, map[string]any{"dimensions": "[device region]", "events": "[win click]", "maxWindowHours": 48,
-		"maxPaceWindowSec": 604800, "maxBatch": 1000, "dedupeTtlSec": 600})
+		"maxPaceWindowSec": 604800, "maxBatch": 1000, "maxReadBatch": 200, "dedupeTtlSec": 600})
 	// What it says is what a write meets.
 	if code, m := call(t, "POST", base+"/v1/incr?cid=1&region=eu&event=click&windowHours=48", ""); code != 200 {
 		t.Errorf("a write within the schema: %d %v", code, m)

@@ -33,7 +33,6 @@ type Store struct {
 	metrics     *metrics
 	jobs        chan *readJob
 	retention   int
-	hours       *keyspace.HourFields
 	reach       *redisconn.Reach
 	known       *lastKnown // nil when COUNTER_STALE_MAX is 0
 	hot         *hotKeys   // nil when COUNTER_HOT_KEY_RATE is 0
@@ -57,7 +56,6 @@ func (s *Store) env() *env {
 		hour:      now.Unix() / 3600,
 		dedupeTTL: s.dedupeTTL,
 		retention: s.retention,
-		fields:    s.hours.Of,
 	}
 }
 
@@ -357,10 +355,10 @@ func (s *Store) read(ctx context.Context, items []counting.Item) []counting.Resu
 	for i := range items {
 		it := &items[i]
 		if i > 0 && sameHours(&items[i-1], it) {
-			at[i] = at[i-1] // the previous window's HMGET holds this one's hours
+			at[i] = at[i-1] // the previous window's HGETALL holds this one's hours
 			continue
 		}
-		cmds, cacheable := kinds[it.Spec.Kind].read(widest(items[i:]), e)
+		cmds, cacheable := kinds[it.Spec.Kind].read(it, e)
 		static := cacheable && it.Scope.Campaign != "" && s.cached[it.Subject.Dim]
 		if cacheable && !static && s.hot != nil {
 			// A counter read often enough goes through client-side caching
@@ -434,23 +432,9 @@ func (s *Store) read(ctx context.Context, items []counting.Item) []counting.Resu
 }
 
 // sameHours reports whether a and b are hour windows of one counter: one
-// HMGET of the wider serves both (a dimension's windows come in a row).
+// HGETALL serves both (a dimension's windows come in a row).
 func sameHours(a, b *counting.Item) bool {
 	return a.Spec.Kind == counting.Hours && b.Spec.Kind == counting.Hours && a.Scope == b.Scope && a.Subject == b.Subject
-}
-
-// widest is items[0], widened to the largest span of the hour windows of
-// its counter that follow it.
-func widest(items []counting.Item) *counting.Item {
-	it := &items[0]
-	if it.Spec.Kind != counting.Hours || len(items) == 1 || !sameHours(it, &items[1]) {
-		return it
-	}
-	w := *it
-	for j := 1; j < len(items) && sameHours(it, &items[j]); j++ {
-		w.Spec.Span = max(w.Spec.Span, items[j].Spec.Span)
-	}
-	return &w
 }
 
 // firstErr is the first error of rs that is not a nil reply.

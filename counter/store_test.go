@@ -458,9 +458,9 @@ func TestAStalledRedisIsNotWaitedOn(t *testing.T) {
 	}
 }
 
-// The hour windows of one dimension are read with one HMGET of the widest,
-// and each window sums its own newest hours.
-func TestWindowsOfADimensionShareOneHMGET(t *testing.T) {
+// The hour windows of one dimension are read with one HGETALL of its hour
+// buckets, and each window sums its own newest hours.
+func TestWindowsOfADimensionShareOneHGETALL(t *testing.T) {
 	srv := redistest.Start(t)
 	clk := newClock(time.Date(2026, 12, 3, 10, 30, 0, 0, time.UTC))
 	st, _ := testStore(t, srv, clk)
@@ -482,7 +482,7 @@ func TestWindowsOfADimensionShareOneHMGET(t *testing.T) {
 			t.Errorf("%s windows %v: %v, want %v", read.Dims[d].Name, read.Windows, got, want)
 		}
 	}
-	if n := srv.TotalCalls(t, "hmget"); n != 2 {
-		t.Errorf("5 windows on 2 dimensions cost %d HMGET, want one per dimension", n)
+	if n := srv.TotalCalls(t, "hgetall"); n != 2 {
+		t.Errorf("5 windows on 2 dimensions cost %d HGETALL, want one per dimension", n)
 	}
 }

@@ -104,5 +104,6 @@ type Schema struct {
 	MaxWindowHours   int      `json:"maxWindowHours"`
 	MaxPaceWindowSec int      `json:"maxPaceWindowSec"`
 	MaxBatch         int      `json:"maxBatch"`
+	MaxReadBatch     int      `json:"maxReadBatch"`
 	DedupeTTLSec     int      `json:"dedupeTtlSec"`
 }

@@ -17,9 +17,9 @@
 package keyspace
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/redis/rueidis"
 
@@ -123,35 +123,65 @@ func GotWindow(rs []rueidis.RedisResult, r *counting.Result) error {
 	return nil
 }
 
-// ReadHours is the command that sums the last Spec.Span hours up to hour,
-// whose hash fields fields gives (HourFields.Of).
-func ReadHours(b rueidis.Builder, it *counting.Item, fields []string) rueidis.Cacheable {
-	return b.Hmget().Key(Hours(it)).Field(fields...).Cache()
+// ReadHours is the command that reads a counter's hour buckets: the whole
+// hash, which holds only the hours that had events (at most R+1 of them).
+// It does not depend on the hour or the window, so one answer (and one
+// cached copy) serves every window of the counter, this hour and the next.
+func ReadHours(b rueidis.Builder, it *counting.Item) rueidis.Cacheable {
+	return b.Hgetall().Key(Hours(it)).Cache()
 }
 
-// GotHours decodes ReadHours's answer: the sum of its last span buckets
-// (the newest hours), so that one HMGET of the widest window of a counter
-// answers its narrower ones too.
-func GotHours(rs []rueidis.RedisResult, span int64, r *counting.Result) error {
-	vals, err := rs[0].ToArray()
+// Bucket is one hour bucket of a counter: its epoch hour and count.
+type Bucket struct{ Hour, N int64 }
+
+// HourBuckets decodes ReadHours's answer into its buckets, decoded once
+// for all the windows of a counter.
+func HourBuckets(rs []rueidis.RedisResult) ([]Bucket, error) {
+	m, err := rs[0].AsIntMap()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if int64(len(vals)) > span {
-		vals = vals[int64(len(vals))-span:]
-	}
-	var sum int64
-	for _, v := range vals {
-		if v.IsNil() {
-			continue
-		}
-		n, err := v.AsInt64()
+	out := make([]Bucket, 0, len(m))
+	for f, n := range m {
+		h, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("hour bucket %q: %w", f, err)
 		}
-		sum += n
+		out = append(out, Bucket{h, n})
 	}
-	r.Count = sum
+	return out, nil
+}
+
+// SumHours is the sum of the buckets of the span hours up to hour.
+func SumHours(bs []Bucket, hour, span int64) int64 {
+	var sum int64
+	for _, b := range bs {
+		if b.Hour > hour-span && b.Hour <= hour {
+			sum += b.N
+		}
+	}
+	return sum
+}
+
+// HoursMemo decodes the answer the windows of one counter share once:
+// consecutive windows read the same result.
+type HoursMemo struct {
+	at      *rueidis.RedisResult
+	buckets []Bucket
+	err     error
+}
+
+// Got sets r.Count to the sum of the span hours up to hour of
+// ReadHours's answer rs.
+func (m *HoursMemo) Got(rs []rueidis.RedisResult, hour, span int64, r *counting.Result) error {
+	if m.at != &rs[0] {
+		m.at = &rs[0]
+		m.buckets, m.err = HourBuckets(rs)
+	}
+	if m.err != nil {
+		return m.err
+	}
+	r.Count = SumHours(m.buckets, hour, span)
 	return nil
 }
 
@@ -183,33 +213,4 @@ func GotSliding(rs []rueidis.RedisResult, r *counting.Result) error {
 		r.LastAt = int64(zs[0].Score)
 	}
 	return nil
-}
-
-// HourFields formats the hash fields of hour buckets once an hour instead
-// of on every read. It is safe for concurrent use.
-type HourFields struct {
-	keep int // fields formatted at least, the hours every hash keeps
-	cur  atomic.Pointer[hourFields]
-}
-
-type hourFields struct {
-	hour int64
-	all  []string // hour-len(all)+1 .. hour
-}
-
-// NewHourFields formats at least keep hours at a time.
-func NewHourFields(keep int) *HourFields { return &HourFields{keep: keep} }
-
-// Of returns the hash fields of the n hours up to hour (epoch hours),
-// oldest first.
-func (h *HourFields) Of(hour int64, n int) []string {
-	hf := h.cur.Load()
-	if hf == nil || hf.hour != hour || len(hf.all) < n {
-		hf = &hourFields{hour: hour, all: make([]string, max(n, h.keep))}
-		for k := range hf.all {
-			hf.all[k] = strconv.FormatInt(hour-int64(len(hf.all))+1+int64(k), 10)
-		}
-		h.cur.Store(hf)
-	}
-	return hf.all[len(hf.all)-n:]
 }

@@ -564,8 +564,10 @@ func (x *GetFreqRsp) GetAgeMs() int64 {
 }
 
 type BatchGetFreqReq struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Requests      []*GetFreqReq          `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1 to COUNTER_MAX_READ_BATCH (200) requests: what one Redis serves
+	// within the read deadline.
+	Requests      []*GetFreqReq `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
