@@ -136,7 +136,7 @@ func BenchmarkDecodeBatch(b *testing.B) {
 func benchFreqControl(b *testing.B) *freqControl {
 	srv := redistest.Start(b)
 	st, s := testStore(b, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=1s")
-	return &freqControl{log: discardLogger(), store: st.Store, lim: newLimits(s), maxBatch: s.MaxBatch, writeTimeout: s.WriteTimeout}
+	return &freqControl{log: discardLogger(), store: st.Store, lim: newLimits(s), maxBatch: s.MaxBatch, maxReadBatch: s.MaxReadBatch, writeTimeout: s.WriteTimeout}
 }
 
 func BenchmarkAddFreq(b *testing.B) {
