@@ -720,7 +720,7 @@ func (st *stack) redisBenchmark(ctx context.Context) (result, error) {
 	tag := "{rb:device:42:__rand_int__}"
 	cmd := exec.CommandContext(ctx, "redis-benchmark", "-h", host, "-p", port, "-P", "16", "-c", "50", "-n", n, "-r", "1000000", "-q",
 		"EVALSHA", sha, "3", "dedup:"+tag, "freq:"+tag, "hfreq:"+tag,
-		"1", strconv.FormatInt(now.UnixMilli(), 10), "600000", "e-__rand_int__",
+		"1", strconv.FormatInt(now.UnixMilli(), 10), "600000", "1", "e-__rand_int__",
 		"window", "1", "86400000", "hours", "3", hour, "168", "3")
 	out, err = cmd.Output()
 	if err != nil {

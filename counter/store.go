@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -138,18 +139,30 @@ type scriptRun struct {
 	items      []int
 	parts      bool // a run of lua/count.lua
 	hits       int64
-	eid        string
+	// A run of lua/count.lua counts events (eids, in order) that have the
+	// same parts (partArgs) on the same counters (keys after the first).
+	eids     []string
+	ttl      string
+	partArgs []string
+	nowMs    string
 }
+
+// maxEvents is the most events one run of lua/count.lua counts.
+const maxEvents = 100
 
 // runs turns items into script runs, in the order they go out: the runs of
 // one tag (of one counter, for kinds with a script of their own) one after
 // the other in item order. A part joins the latest run of its tag when that
 // run counts the same event (same event id and hits), so the order of the
-// items on every counter is kept.
+// items on every counter is kept. Then the consecutive runs of a tag that
+// count different event ids with the same parts merge into one run that
+// counts them all (a hot bundle's notices in one batch: one run, not one
+// per notice); lua/count.lua answers each event as if it ran alone.
 func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 	// groups holds the runs of each tag (or counter key), in order.
 	groups := make(map[string][]*scriptRun, len(items))
 	order := make([]string, 0, len(items))
+	now := strconv.FormatInt(e.now.UnixMilli(), 10)
 	for i := range items {
 		it := &items[i]
 		w := kinds[it.Spec.Kind].write(it, e)
@@ -166,27 +179,60 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 			continue
 		}
 		var r *scriptRun
-		if n := len(rs); n > 0 && rs[n-1].hits == it.Hits && rs[n-1].eid == it.EventID {
+		if n := len(rs); n > 0 && rs[n-1].parts && rs[n-1].hits == it.Hits && rs[n-1].eids[0] == it.EventID {
 			r = rs[n-1]
 		} else {
 			ttl := "0"
 			if it.EventID != "" {
 				ttl = strconv.FormatInt(e.dedupeTTL.Milliseconds(), 10)
 			}
-			r = &scriptRun{script: countScript, parts: true, hits: it.Hits, eid: it.EventID,
-				keys: []string{group},
-				args: []string{strconv.FormatInt(it.Hits, 10), strconv.FormatInt(e.now.UnixMilli(), 10), ttl, it.EventID}}
+			r = &scriptRun{script: countScript, parts: true, hits: it.Hits, eids: []string{it.EventID}, ttl: ttl, nowMs: now,
+				keys: []string{group}}
 			groups[group] = append(rs, r)
 		}
 		r.items = append(r.items, i)
 		r.keys = append(r.keys, w.keys[0])
-		r.args = append(append(r.args, w.part, strconv.Itoa(len(w.args))), w.args...)
+		r.partArgs = append(append(r.partArgs, w.part, strconv.Itoa(len(w.args))), w.args...)
 	}
 	out := make([]*scriptRun, 0, len(items))
 	for _, g := range order {
-		out = append(out, groups[g]...)
+		rs := groups[g]
+		for k, r := range rs {
+			if k > 0 && r.parts {
+				last := out[len(out)-1]
+				if mergeable(last, r) {
+					last.eids = append(last.eids, r.eids[0])
+					last.items = append(last.items, r.items...)
+					continue
+				}
+			}
+			out = append(out, r)
+		}
+	}
+	for _, r := range out {
+		if r.parts {
+			r.args = make([]string, 0, 4+len(r.eids)+len(r.partArgs))
+			r.args = append(append(append(r.args, strconv.FormatInt(r.hits, 10), r.nowMs, r.ttl, strconv.Itoa(len(r.eids))), r.eids...), r.partArgs...)
+		}
 	}
 	return out
+}
+
+// mergeable reports whether run b (one event) can join run a: both count
+// an event id (different ones, b's not yet in a) with the same hits and the
+// same parts on the same counters, none of them twice.
+func mergeable(a, b *scriptRun) bool {
+	if !a.parts || a.eids[0] == "" || b.eids[0] == "" || a.hits != b.hits || len(a.eids) >= maxEvents ||
+		!slices.Equal(a.keys, b.keys) || !slices.Equal(a.partArgs, b.partArgs) || slices.Contains(a.eids, b.eids[0]) {
+		return false
+	}
+	counters := a.keys[1:]
+	for i, k := range counters {
+		if slices.Contains(counters[i+1:], k) {
+			return false
+		}
+	}
+	return true
 }
 
 var countScript = newScript(lua.Count)

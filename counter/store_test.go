@@ -486,3 +486,63 @@ func TestWindowsOfADimensionShareOneHGETALL(t *testing.T) {
 		t.Errorf("5 windows on 2 dimensions cost %d HGETALL, want one per dimension", n)
 	}
 }
+
+// TestEventsOfAHotCounterShareOneRun: the notices of one bundle in a batch
+// are counted by one script run, and each is answered as if it had run
+// alone: its count right after it, an event id counted before (or twice in
+// the batch) a duplicate.
+func TestEventsOfAHotCounterShareOneRun(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := newClock(time.Date(2026, 12, 3, 10, 30, 0, 0, time.UTC))
+	v, _ := testStore(t, srv, clk)
+	scope := counting.Scope{Campaign: "7", Event: "win"}
+	bundle := counting.Subject{Dim: "bundle", ID: "com.hot"}
+	event := func(subj counting.Subject, eid string) []counting.Item {
+		return []counting.Item{
+			{Scope: scope, Subject: subj, Hits: 1, EventID: eid, Spec: counting.Spec{Kind: counting.Day, Span: 1}},
+			{Scope: scope, Subject: subj, Hits: 1, EventID: eid, Spec: counting.Spec{Kind: counting.Hours, Span: 3}},
+		}
+	}
+	if r := v.Store.Write(context.Background(), event(bundle, "h5")); r[0].Code != 0 || r[0].Count != 1 {
+		t.Fatalf("first write: %+v", r)
+	}
+	var batch []counting.Item
+	for i := range 50 {
+		batch = append(batch, event(bundle, fmt.Sprint("h", i))...)
+		batch = append(batch, event(counting.Subject{Dim: "device", ID: fmt.Sprint("d", i)}, fmt.Sprint("h", i))...)
+	}
+	batch = append(batch, event(bundle, "h10")...) // sent twice in one batch
+	srv.OnMasters(t, "CONFIG", "RESETSTAT")
+	got := v.Store.Write(context.Background(), batch)
+
+	count := int64(1) // h5
+	for i := range 50 {
+		dup := i == 5
+		if !dup {
+			count++
+		}
+		for p, r := range got[4*i : 4*i+2] {
+			if r.Code != 0 || r.Count != count || r.Duplicate != dup {
+				t.Errorf("bundle, event h%d, item %d: %+v, want count %d duplicate %v", i, p, r, count, dup)
+			}
+		}
+		for p, r := range got[4*i+2 : 4*i+4] {
+			if r.Code != 0 || r.Count != 1 || r.Duplicate {
+				t.Errorf("device d%d, item %d: %+v, want count 1", i, p, r)
+			}
+		}
+	}
+	for p, r := range got[200:] {
+		if r.Code != 0 || r.Count != 50 || !r.Duplicate {
+			t.Errorf("h10 again, item %d: %+v, want the duplicate of count 50", p, r)
+		}
+	}
+	// 50 device runs, one for the bundle's 50 events, one for h10 again.
+	if n := srv.TotalCalls(t, "evalsha") + srv.TotalCalls(t, "eval"); n != 52 {
+		t.Errorf("%d script runs, want 52", n)
+	}
+	r := v.Read(context.Background(), []Query{{CID: "7", Event: "win", Windows: []int{3}, Dims: []Dim{{"bundle", "com.hot"}}}})[0]
+	if r.Err != nil || r.Counts[0].Day != 50 || r.Counts[0].Windows[0] != 50 {
+		t.Errorf("bundle read: %+v, want 50 and 50", r)
+	}
+}
