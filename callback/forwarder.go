@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	gojson "github.com/goccy/go-json"
 
 	"github.com/cenkalti/backoff/v5"
 	"golang.org/x/time/rate"
@@ -425,13 +426,24 @@ func (f *Forwarder) drop(e entry, reason string, err error) {
 	})
 }
 
+// writeAnswers is what a delivery reads of the counter's answer to
+// POST /v1/incr/batch (counting.BatchResponse): each item's outcome, not
+// its counts.
+type writeAnswers struct {
+	Results []struct {
+		Code      int    `json:"code"`
+		Msg       string `json:"msg"`
+		Duplicate bool   `json:"duplicate"`
+	} `json:"results"`
+}
+
 // attempt sends one batch and sorts its answers: counted, duplicate and
 // refused (dropped) entries are done, the rest returned with their items
 // to send again. An error means the batch failed as a whole.
 func (f *Forwarder) attempt(batch []entry, items []counting.BatchItem) (done, again []entry, againItems []counting.BatchItem, err error) {
 	ctx, cancel := context.WithTimeout(f.ctx, f.s.ForwardTimeout)
 	defer cancel()
-	body, err := json.Marshal(counting.BatchRequest{Items: items})
+	body, err := gojson.Marshal(counting.BatchRequest{Items: items})
 	if err != nil {
 		return nil, batch, items, backoff.Permanent(err)
 	}
@@ -460,8 +472,8 @@ func (f *Forwarder) attempt(batch []entry, items []counting.BatchItem) (done, ag
 		}
 		return nil, batch, items, err
 	}
-	var a counting.BatchResponse
-	if err := json.Unmarshal(b, &a); err != nil || len(a.Results) != len(batch) {
+	var a writeAnswers
+	if err := gojson.Unmarshal(b, &a); err != nil || len(a.Results) != len(batch) {
 		return nil, batch, items, fmt.Errorf("counter answer of %d results for %d items: %v", len(a.Results), len(batch), err)
 	}
 	for i, r := range a.Results {
