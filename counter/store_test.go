@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freqcap/freqcap/lua"
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/redistest"
@@ -512,6 +513,7 @@ func TestEventsOfAHotCounterShareOneRun(t *testing.T) {
 		batch = append(batch, event(counting.Subject{Dim: "device", ID: fmt.Sprint("d", i)}, fmt.Sprint("h", i))...)
 	}
 	batch = append(batch, event(bundle, "h10")...) // sent twice in one batch
+	srv.OnMasters(t, "SCRIPT", "LOAD", lua.Count)  // no NOSCRIPT round on any master
 	srv.OnMasters(t, "CONFIG", "RESETSTAT")
 	got := v.Store.Write(context.Background(), batch)
 

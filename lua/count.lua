@@ -25,42 +25,55 @@
 -- before (nothing changed there) or 0. A counter that appears twice in one
 -- event counts once for an event id, as a second run would.
 local hits, now, ttl, ne = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local seen, done = {}, {}
-for i = 1, ne do seen[i] = 0 end
+local seen = {}
 if ttl > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ((now - ttl) * 4))
-  local s = redis.call('ZMSCORE', KEYS[1], unpack(ARGV, 5, 4 + ne))
-  for i = 1, ne do
-    if s[i] then seen[i] = tonumber(s[i]) % 4 end
+  if ne == 1 then
+    seen[1] = redis.call('ZSCORE', KEYS[1], ARGV[5])
+  else
+    seen = redis.call('ZMSCORE', KEYS[1], unpack(ARGV, 5, 4 + ne))
   end
 end
--- The counters, and which events count on each.
-local ps, a, k = {}, 5 + ne, 2
+-- The counters.
+local fn, key, args, a, np = {}, {}, {}, 5 + ne, 0
 while a <= #ARGV do
   local n = tonumber(ARGV[a + 1])
-  ps[#ps + 1] = {p = parts[ARGV[a]], key = KEYS[k], args = {unpack(ARGV, a + 2, a + 1 + n)}, counting = 0}
-  a, k = a + 2 + n, k + 1
+  np = np + 1
+  fn[np], key[np], args[np] = parts[ARGV[a]], KEYS[np + 1], {unpack(ARGV, a + 2, a + 1 + n)}
+  a = a + 2 + n
 end
-local dup = {}
+-- Which events count on which counter: dup[(i-1)*np + j].
+local done, dup, counting = {}, {}, {}
+for j = 1, np do counting[j] = 0 end
 for i = 1, ne do
-  done[i], dup[i] = seen[i], {}
-  for j, q in ipairs(ps) do
-    local d = ttl > 0 and bit.band(done[i], q.p.bit) ~= 0
-    if ttl > 0 then done[i] = bit.bor(done[i], q.p.bit) end
-    dup[i][j] = d
-    if not d then q.counting = q.counting + 1 end
+  local d = 0
+  if seen[i] then d = tonumber(seen[i]) % 4 end
+  seen[i] = d
+  for j = 1, np do
+    local b = fn[j].bit
+    local isdup = ttl > 0 and bit.band(d, b) ~= 0
+    if ttl > 0 then d = bit.bor(d, b) end
+    dup[(i - 1) * np + j] = isdup
+    if not isdup then counting[j] = counting[j] + 1 end
   end
+  done[i] = d
 end
-for _, q in ipairs(ps) do q.r = q.p.run(q.key, hits * q.counting, q.args) end
+local res = {}
+for j = 1, np do res[j] = fn[j].run(key[j], hits * counting[j], args[j]) end
 -- Event i's count is the final one less the hits of the events after it.
-local out = {}
+local out, o = {}, 0
 for i = 1, ne do
-  for j, q in ipairs(ps) do
-    if not dup[i][j] then q.counting = q.counting - 1 end
-    out[#out + 1] = #q.r + 1
-    out[#out + 1] = q.r[1] - hits * q.counting
-    for x = 2, #q.r do out[#out + 1] = q.r[x] end
-    out[#out + 1] = dup[i][j] and 1 or 0
+  for j = 1, np do
+    local isdup, r = dup[(i - 1) * np + j], res[j]
+    if not isdup then counting[j] = counting[j] - 1 end
+    out[o + 1], out[o + 2] = #r + 1, r[1] - hits * counting[j]
+    o = o + 2
+    for x = 2, #r do
+      o = o + 1
+      out[o] = r[x]
+    end
+    o = o + 1
+    out[o] = isdup and 1 or 0
   end
 end
 if ttl > 0 then
