@@ -89,14 +89,25 @@ const sampleEvery = 100 * time.Millisecond
 // be missing from what Redis answered, so they are added on top: the count
 // may run a little high until the next sample, never low, and the journal
 // never takes more than its maximum from one instance.
-func (j *Journal) Sample(ctx context.Context) error {
-	cmds := make(rueidis.Commands, len(j.keys))
+func (j *Journal) Sample(ctx context.Context) error { return j.sample(ctx, nil) }
+
+// sample is Sample with other commands (trims) sent first in the same
+// round trip.
+func (j *Journal) sample(ctx context.Context, first rueidis.Commands) error {
+	cmds := make(rueidis.Commands, 0, len(first)+len(j.keys))
+	cmds = append(cmds, first...)
 	before := make([]int64, len(j.keys))
 	for p, k := range j.keys {
-		cmds[p] = j.rdb.B().Xlen().Key(k).Build()
+		cmds = append(cmds, j.rdb.B().Xlen().Key(k).Build())
 		before[p] = j.appended[p].Load()
 	}
-	for p, r := range j.rdb.DoMulti(ctx, cmds...) {
+	res := j.rdb.DoMulti(ctx, cmds...)
+	for _, r := range res[:len(first)] {
+		if err := r.Error(); err != nil {
+			return err
+		}
+	}
+	for p, r := range res[len(first):] {
 		n, err := r.AsInt64()
 		if err != nil {
 			return err
@@ -117,8 +128,11 @@ func (j *Journal) KeepSampling(ctx context.Context) {
 			return
 		case <-t.C:
 			sctx, cancel := context.WithTimeout(ctx, sampleEvery)
-			_ = j.Trim(sctx)
-			_ = j.Sample(sctx)
+			// Two round trips: what to keep, then the trims and the
+			// lengths after them.
+			if trims, err := j.trims(sctx); err == nil {
+				_ = j.sample(sctx, trims)
+			}
 			cancel()
 		}
 	}
@@ -421,17 +435,9 @@ func (j *Journal) Ack(ctx context.Context, p int, ids []string) error {
 // MINID per partition every sampleEvery costs far less than an XDEL per
 // delivered batch.
 func (j *Journal) Trim(ctx context.Context) error {
-	cmds := make(rueidis.Commands, 0, 2*len(j.keys))
-	for _, k := range j.keys {
-		cmds = append(cmds, j.rdb.B().XinfoGroups().Key(k).Build(), j.rdb.B().Xpending().Key(k).Group(j.group).Build())
-	}
-	res := j.rdb.DoMulti(ctx, cmds...)
-	var trims rueidis.Commands
-	for p, k := range j.keys {
-		minID, ok := j.firstToKeep(res[2*p], res[2*p+1])
-		if ok {
-			trims = append(trims, j.rdb.B().Xtrim().Key(k).Minid().Exact().Threshold(minID.String()).Build())
-		}
+	trims, err := j.trims(ctx)
+	if err != nil || len(trims) == 0 {
+		return err
 	}
 	for _, r := range j.rdb.DoMulti(ctx, trims...) {
 		if err := r.Error(); err != nil {
@@ -439,6 +445,27 @@ func (j *Journal) Trim(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// trims are the XTRIM commands that remove what was delivered, from one
+// round trip of XINFO GROUPS and XPENDING on every partition.
+func (j *Journal) trims(ctx context.Context) (rueidis.Commands, error) {
+	cmds := make(rueidis.Commands, 0, 2*len(j.keys))
+	for _, k := range j.keys {
+		cmds = append(cmds, j.rdb.B().XinfoGroups().Key(k).Build(), j.rdb.B().Xpending().Key(k).Group(j.group).Build())
+	}
+	res := j.rdb.DoMulti(ctx, cmds...)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var trims rueidis.Commands
+	for p, k := range j.keys {
+		minID, ok := j.firstToKeep(res[2*p], res[2*p+1])
+		if ok {
+			trims = append(trims, j.rdb.B().Xtrim().Key(k).Minid().Exact().Threshold(minID.String()).Build())
+		}
+	}
+	return trims, nil
 }
 
 // firstToKeep is the oldest entry id Trim must keep, from XINFO GROUPS and
