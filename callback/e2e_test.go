@@ -1034,15 +1034,18 @@ func TestPublicPortLimitsEachSource(t *testing.T) {
 }
 
 // TestJournalReplicasGateTheAcknowledgement: with
-// CALLBACK_JOURNAL_REPLICAS=1 a notice is answered 204 once a replica has
-// it; with the replica frozen it gets 503, and the exchange's resend of it
-// counts once.
+// CALLBACK_JOURNAL_REPLICAS=1 (and COUNTER_WRITE_REPLICAS=1) a notice is
+// answered 204 once a replica has it; with the replica frozen it gets 503,
+// and the exchange's resend of it counts once.
 func TestJournalReplicasGateTheAcknowledgement(t *testing.T) {
 	srv := redistest.Start(t)
 	replica := replicaFor(t, srv, journalKey(0))
-	s := startStackOn(t, srv, "CALLBACK_JOURNAL_REPLICAS=1", "CALLBACK_JOURNAL_PARTITIONS=1", "CALLBACK_APPEND_TIMEOUT=1s")
+	s := startStackWith(t, srv, []string{"COUNTER_WRITE_REPLICAS=1"}, []string{"CALLBACK_JOURNAL_REPLICAS=1", "CALLBACK_JOURNAL_PARTITIONS=1", "CALLBACK_APPEND_TIMEOUT=1s"})
 	if logs := s.callback.Logs(); !strings.Contains(logs, "journal appends wait for replicas") {
 		t.Errorf("callback did not say its appends wait for replicas:\n%s", logs)
+	}
+	if logs := s.counter.Logs(); !strings.Contains(logs, "writes wait for replicas") {
+		t.Errorf("the counter did not say its writes wait for replicas:\n%s", logs)
 	}
 	pub := "http://" + s.public
 	if code, _, body := s.do("GET", pub+"/win?cid=rep&device=dev&eid=r1", ""); code != http.StatusNoContent {

@@ -299,29 +299,6 @@ func (j *Journal) commitGroup(ctx context.Context, group []replicatedAppend) {
 	})
 }
 
-// MinReplicas is the fewest replicas any master of the journal has
-// connected (INFO replication on every node): what Replicate can count on.
-func (j *Journal) MinReplicas(ctx context.Context) (int, error) {
-	least := -1
-	for addr, c := range j.rdb.Nodes() {
-		info, err := c.Do(ctx, c.B().Info().Section("replication").Build()).ToString()
-		if err != nil {
-			return 0, fmt.Errorf("INFO replication of %s: %w", addr, err)
-		}
-		if !strings.Contains(info, "role:master") {
-			continue
-		}
-		for line := range strings.Lines(info) {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
-				if n, err := strconv.Atoi(v); err == nil && (least < 0 || n < least) {
-					least = n
-				}
-			}
-		}
-	}
-	return max(least, 0), nil
-}
-
 // decode turns a stream entry back into its notice. Fields E, C and I are
 // the event, campaign and event id; every other field is a dimension
 // (dimension names are lower case).

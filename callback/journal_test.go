@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/freqcap/freqcap/shared/redisconn"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
 
@@ -235,7 +236,7 @@ func TestReplicatedAppendsWaitForAReplica(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
 	j.Replicate(ctx, 1, 300*time.Millisecond)
-	if n, err := j.MinReplicas(ctx); err != nil || n < 1 {
+	if n, err := redisconn.MinReplicas(ctx, c); err != nil || n < 1 {
 		t.Fatalf("MinReplicas = %d (%v), want at least 1", n, err)
 	}
 

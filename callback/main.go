@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	}
 	if s.JournalReplicas > 0 {
 		journal.Replicate(ctx, s.JournalReplicas, s.AppendTimeout)
-		switch n, err := journal.MinReplicas(ctx); {
+		switch n, err := redisconn.MinReplicas(ctx, rdb); {
 		case err != nil:
 			log.Warn("journal replicas unknown", "err", err)
 		case n < s.JournalReplicas:

@@ -75,6 +75,16 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	buildinfo.Register(reg, "counter")
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	store := newStore(rdb, reach, s, newMetrics(reg), time.Now)
+	if s.WriteReplicas > 0 {
+		switch n, err := redisconn.MinReplicas(ctx, rdb); {
+		case err != nil:
+			log.Warn("replicas unknown", "err", err)
+		case n < s.WriteReplicas:
+			log.Warn("a master has fewer replicas than COUNTER_WRITE_REPLICAS: its writes answer 10001 until enough replicas are connected", "connected", n, "want", s.WriteReplicas)
+		default:
+			log.Info("writes wait for replicas", "replicas", s.WriteReplicas)
+		}
+	}
 	reg.MustRegister(&redisMemory{rdb: rdb}, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "freqcap_counter_hot_keys", Help: "Counters read often enough to go through client-side caching now (COUNTER_HOT_KEY_RATE).",
 	}, func() float64 { return float64(store.hot.size()) }))

@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -121,3 +123,27 @@ func isConnErr(err error) bool {
 // (GET, HMGET, ZCOUNT, ...) to a replica of its slot and everything else,
 // scripts included, to the primary.
 func ReadOnly(cmd rueidis.Completed) bool { return cmd.IsReadOnly() }
+
+// MinReplicas is the fewest replicas any master has connected (INFO
+// replication on every node rdb knows): what a WAIT for replicas can
+// count on.
+func MinReplicas(ctx context.Context, rdb rueidis.Client) (int, error) {
+	least := -1
+	for addr, c := range rdb.Nodes() {
+		info, err := c.Do(ctx, c.B().Info().Section("replication").Build()).ToString()
+		if err != nil {
+			return 0, fmt.Errorf("INFO replication of %s: %w", addr, err)
+		}
+		if !strings.Contains(info, "role:master") {
+			continue
+		}
+		for line := range strings.Lines(info) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+				if n, err := strconv.Atoi(v); err == nil && (least < 0 || n < least) {
+					least = n
+				}
+			}
+		}
+	}
+	return max(least, 0), nil
+}
