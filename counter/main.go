@@ -140,6 +140,7 @@ func newStore(rdb rueidis.Client, reach *redisconn.Reach, s Settings, m *metrics
 	}
 	st.hot.start()
 	st.startReaders()
+	st.startWriters()
 	return st
 }
 

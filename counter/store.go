@@ -33,6 +33,7 @@ type Store struct {
 	readTimeout time.Duration
 	metrics     *metrics
 	jobs        chan *readJob
+	writeJobs   chan *writeJob
 	retention   int
 	reach       *redisconn.Reach
 	known       *lastKnown // nil when COUNTER_STALE_MAX is 0
@@ -67,7 +68,111 @@ func (s *Store) env() *env {
 // one counter run in their order, one after the other. Results are in item
 // order; an item Redis could not count carries its own code (writes do not
 // degrade: the caller retries).
+//
+// Concurrent calls share batches: at most writers batches are in flight,
+// and the calls that arrive meanwhile go out together in the next one
+// (their events on one counter then share runs). A call alone goes out at
+// once.
 func (s *Store) Write(ctx context.Context, items []counting.Item) []counting.Result {
+	j := &writeJob{ctx: ctx, items: items, done: make(chan []counting.Result, 1)}
+	select {
+	case s.writeJobs <- j:
+	case <-ctx.Done():
+		return s.failWrite(len(items), ctx.Err())
+	}
+	select {
+	case res := <-j.done:
+		return res
+	case <-ctx.Done():
+		// Sent, or about to be: Redis may still count it; a retry with the
+		// same event ids counts once.
+		return s.failWrite(len(items), ctx.Err())
+	}
+}
+
+// writers is how many write batches may be in flight at once.
+const writers = 4
+
+// maxWriteItems is the most items the calls sharing one batch hold.
+const maxWriteItems = 2000
+
+// writeJob is one Write call waiting for its batch.
+type writeJob struct {
+	ctx   context.Context
+	items []counting.Item
+	done  chan []counting.Result
+}
+
+func (s *Store) startWriters() {
+	s.writeJobs = make(chan *writeJob, 4096)
+	for range writers {
+		go func() {
+			for j := range s.writeJobs {
+				s.writeBatch(j)
+			}
+		}()
+	}
+}
+
+// writeBatch writes first and the calls waiting behind it in one batch,
+// within the latest of their deadlines.
+func (s *Store) writeBatch(first *writeJob) {
+	jobs, n := []*writeJob{first}, len(first.items)
+collect:
+	for n < maxWriteItems {
+		select {
+		case j, ok := <-s.writeJobs:
+			if !ok {
+				break collect
+			}
+			jobs, n = append(jobs, j), n+len(j.items)
+		default:
+			break collect
+		}
+	}
+	if len(jobs) == 1 {
+		first.done <- s.write(first.ctx, first.items)
+		return
+	}
+	all := make([]counting.Item, 0, n)
+	var deadline time.Time
+	live := jobs[:0]
+	for _, j := range jobs {
+		if err := j.ctx.Err(); err != nil {
+			j.done <- s.failWrite(len(j.items), err) // gone: not written
+			continue
+		}
+		if d, ok := j.ctx.Deadline(); !ok {
+			deadline = time.Now().Add(time.Minute)
+		} else if d.After(deadline) {
+			deadline = d
+		}
+		all = append(all, j.items...)
+		live = append(live, j)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(live[0].ctx), deadline)
+	defer cancel()
+	res := s.write(ctx, all)
+	for _, j := range live {
+		j.done <- res[:len(j.items):len(j.items)]
+		res = res[len(j.items):]
+	}
+}
+
+// failWrite answers n items of a write that did not reach Redis in time.
+func (s *Store) failWrite(n int, err error) []counting.Result {
+	res := make([]counting.Result, n)
+	for i := range res {
+		res[i] = counting.Result{Code: s.code(err), Msg: "redis unavailable, retry: " + firstLine(err)}
+	}
+	return res
+}
+
+// write is Write of one batch.
+func (s *Store) write(ctx context.Context, items []counting.Item) []counting.Result {
 	e := s.env()
 	runs := s.runs(items, e)
 	cmds := make(rueidis.Commands, len(runs))
@@ -368,9 +473,10 @@ func (s *Store) startReaders() {
 	}
 }
 
-// Close stops the readers and the hot-key window.
+// Close stops the readers, the writers and the hot-key window.
 func (s *Store) Close() {
 	close(s.jobs)
+	close(s.writeJobs)
 	s.hot.close()
 }
 

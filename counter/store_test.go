@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -546,5 +547,46 @@ func TestEventsOfAHotCounterShareOneRun(t *testing.T) {
 	r := v.Read(context.Background(), []Query{{CID: "7", Event: "win", Windows: []int{3}, Dims: []Dim{{"bundle", "com.hot"}}}})[0]
 	if r.Err != nil || r.Counts[0].Day != 50 || r.Counts[0].Windows[0] != 50 {
 		t.Errorf("bundle read: %+v, want 50 and 50", r)
+	}
+}
+
+// TestConcurrentWritesShareBatches: writes that arrive while others are
+// in flight go out together, so concurrent notices of one bundle share
+// runs; each still gets its own count, and every count is there once.
+func TestConcurrentWritesShareBatches(t *testing.T) {
+	srv := redistest.Start(t)
+	v, _ := testStore(t, srv, newClock(time.Date(2026, 12, 3, 10, 30, 0, 0, time.UTC)))
+	srv.OnMasters(t, "SCRIPT", "LOAD", lua.Count)
+	srv.OnMasters(t, "CONFIG", "RESETSTAT")
+	const n = 400
+	counts := make(chan int64, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			q := Query{CID: "8", Event: "win", EID: fmt.Sprint("c", i), Dims: []Dim{{"bundle", "com.together"}}}
+			r, err := v.Incr(context.Background(), &q)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			counts <- r.Counts[0].Day
+		})
+	}
+	wg.Wait()
+	close(counts)
+	var got []int64
+	for c := range counts {
+		got = append(got, c)
+	}
+	slices.Sort(got)
+	for i, c := range got {
+		if c != int64(i+1) {
+			t.Fatalf("the %d-th count is %d: each of 1..%d once, want %v...", i, c, n, got[:min(len(got), 10)])
+		}
+	}
+	if runs := srv.TotalCalls(t, "evalsha"); runs >= n {
+		t.Errorf("%d concurrent writes of one bundle took %d runs: none shared", n, runs)
+	} else {
+		t.Logf("%d concurrent writes of one bundle took %d runs", n, runs)
 	}
 }
