@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/freqcap/freqcap/shared/ids"
+	"github.com/freqcap/freqcap/shared/redisconn"
 )
 
 // Journal is the durable log of accepted notices: a notice is answered 2xx
@@ -62,10 +63,6 @@ const journalGroup = "callback"
 // errJournalFull means the partition holds its maximum of undelivered
 // notices: the counter has been unreachable for a while.
 var errJournalFull = errors.New("journal full")
-
-// errNotReplicated means the append reached the master but not enough
-// replicas within the append timeout: it may be lost in a failover.
-var errNotReplicated = errors.New("journal append not replicated")
 
 func journalKey(p int) string { return "notices:{" + strconv.Itoa(p) + "}" }
 
@@ -268,26 +265,19 @@ func (j *Journal) commitGroup(ctx context.Context, group []replicatedAppend) {
 	if len(sent) == 0 {
 		return
 	}
-	// WAIT answers before the first of the appends gives up, so that it
-	// says why (not replicated, rather than timed out): it gets half the
-	// time left, since Redis ends a blocked command's wait only as often as
-	// its event loop wakes (hz: every 100 ms by default).
-	wait := j.waitFor / 2
+	// WAIT answers before the first of the appends gives up.
+	var first time.Time
 	for _, a := range sent {
-		if d, ok := a.ctx.Deadline(); ok {
-			wait = min(wait, time.Until(d)/2)
+		if d, ok := a.ctx.Deadline(); ok && (first.IsZero() || d.Before(first)) {
+			first = d
 		}
 	}
-	ms := max(wait.Milliseconds(), 1)
-	cmds = append(cmds, j.rdb.B().Wait().Numreplicas(j.replicas).Timeout(ms).Build())
+	cmds = append(cmds, redisconn.Wait(j.rdb.B(), j.replicas, j.waitFor/2, first))
 	ctx, cancel := context.WithTimeout(ctx, j.waitFor+time.Second)
 	defer cancel()
 	_ = j.rdb.Dedicated(func(c rueidis.DedicatedClient) error {
 		rs := c.DoMulti(ctx, cmds...)
-		got, werr := rs[len(rs)-1].AsInt64()
-		if werr == nil && got < j.replicas {
-			werr = fmt.Errorf("%w: %d of %d replicas within %dms", errNotReplicated, got, j.replicas, ms)
-		}
+		werr := redisconn.Replicated(rs[len(rs)-1], j.replicas)
 		for i, a := range sent {
 			err := rs[i].Error()
 			if err == nil {

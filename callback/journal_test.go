@@ -262,7 +262,7 @@ func TestReplicatedAppendsWaitForAReplica(t *testing.T) {
 	// The replica frozen: the append reaches the master, not the replica.
 	replica.Pause()
 	err := j.Append(ctx, testNotice("frozen"))
-	if !errors.Is(err, errNotReplicated) {
+	if !errors.Is(err, redisconn.ErrNotReplicated) {
 		replica.Resume()
 		t.Fatalf("append with the replica frozen: %v, want errNotReplicated", err)
 	}

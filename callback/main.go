@@ -91,14 +91,7 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	}
 	if s.JournalReplicas > 0 {
 		journal.Replicate(ctx, s.JournalReplicas, s.AppendTimeout)
-		switch n, err := redisconn.MinReplicas(ctx, rdb); {
-		case err != nil:
-			log.Warn("journal replicas unknown", "err", err)
-		case n < s.JournalReplicas:
-			log.Warn("a journal master has fewer replicas than CALLBACK_JOURNAL_REPLICAS: its notices get 503 until enough replicas are connected", "connected", n, "want", s.JournalReplicas)
-		default:
-			log.Info("journal appends wait for replicas", "replicas", s.JournalReplicas, "timeout", s.AppendTimeout)
-		}
+		redisconn.ReportReplicas(ctx, log, rdb, s.JournalReplicas, "CALLBACK_JOURNAL_REPLICAS", "journal appends", "its notices get 503")
 	}
 	fwd := newForwarder(s, journal, schema, campaigns, log)
 	fwd.metrics = newMetrics(reg, journal)

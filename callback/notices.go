@@ -18,6 +18,7 @@ import (
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/httpjson"
 	"github.com/freqcap/freqcap/shared/ids"
+	"github.com/freqcap/freqcap/shared/redisconn"
 	"github.com/freqcap/freqcap/shared/signing"
 )
 
@@ -209,7 +210,7 @@ func handleNotice(d deps, event string, asPixel bool) http.Handler {
 			full.Do(func() { log.Warn("journal full: refusing notices with 503 until the counter catches up") })
 			unavailable(w, "journal full, send again")
 			return
-		case errors.Is(err, errNotReplicated):
+		case errors.Is(err, redisconn.ErrNotReplicated):
 			m.rejected.WithLabelValues(event, "journal_unreplicated").Inc()
 			unreplicated.Do(func() { log.Warn("journal appends not replicated: refusing notices with 503", "err", err) })
 			unavailable(w, "journal not replicated, send again")

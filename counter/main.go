@@ -76,14 +76,7 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	store := newStore(rdb, reach, s, newMetrics(reg), time.Now)
 	if s.WriteReplicas > 0 {
-		switch n, err := redisconn.MinReplicas(ctx, rdb); {
-		case err != nil:
-			log.Warn("replicas unknown", "err", err)
-		case n < s.WriteReplicas:
-			log.Warn("a master has fewer replicas than COUNTER_WRITE_REPLICAS: its writes answer 10001 until enough replicas are connected", "connected", n, "want", s.WriteReplicas)
-		default:
-			log.Info("writes wait for replicas", "replicas", s.WriteReplicas)
-		}
+		redisconn.ReportReplicas(ctx, log, rdb, s.WriteReplicas, "COUNTER_WRITE_REPLICAS", "writes", "its writes answer 10001")
 	}
 	reg.MustRegister(&redisMemory{rdb: rdb}, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "freqcap_counter_hot_keys", Help: "Counters read often enough to go through client-side caching now (COUNTER_HOT_KEY_RATE).",

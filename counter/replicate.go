@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -10,14 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/freqcap/freqcap/shared/redisconn"
 	"github.com/redis/rueidis"
 )
-
-// errNotReplicated means a write reached its master but not
-// COUNTER_WRITE_REPLICAS of its replicas in time: it is answered as not
-// written (10001), and the caller's retry with the same event id counts
-// once.
-var errNotReplicated = errors.New("written, but not replicated")
 
 // replicatedWrites sends a write's script runs so that they are answered
 // only once n replicas of their master have them: each node's runs go on a
@@ -112,18 +106,14 @@ func allOf(n int) []int {
 // blocks takes the whole pipeline to a dedicated connection) and puts the
 // answers at out[idx[k]].
 func (w *replicatedWrites) send(ctx context.Context, node rueidis.Client, cmds rueidis.Commands, out []rueidis.RedisResult, idx []int) {
-	wait := w.timeout
+	var deadline time.Time
 	if d, ok := ctx.Deadline(); ok {
-		// Half the time left: Redis ends a WAIT's wait only when its event
-		// loop wakes (every 100 ms at the default hz).
-		wait = min(wait, time.Until(d)/2)
+		deadline = d
 	}
-	ms := max(wait.Milliseconds(), 1)
-	rs := node.DoMulti(ctx, append(cmds[:len(cmds):len(cmds)], node.B().Wait().Numreplicas(w.n).Timeout(ms).Build())...)
-	got, werr := rs[len(rs)-1].AsInt64()
-	if werr == nil && got < w.n {
-		werr = fmt.Errorf("%w to %d of %d replicas within %dms", errNotReplicated, got, w.n, ms)
-	}
+	rs := node.DoMulti(ctx, append(cmds[:len(cmds):len(cmds)], redisconn.Wait(node.B(), w.n, w.timeout, deadline))...)
+	// Not replicated: answered as not written (10001); the caller's retry
+	// with the same event id counts once.
+	werr := redisconn.Replicated(rs[len(rs)-1], w.n)
 	for k, i := range idx {
 		out[i] = rs[k]
 		if werr != nil && rs[k].Error() == nil {

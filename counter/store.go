@@ -166,9 +166,14 @@ collect:
 func (s *Store) failWrite(n int, err error) []counting.Result {
 	res := make([]counting.Result, n)
 	for i := range res {
-		res[i] = counting.Result{Code: s.code(err), Msg: "redis unavailable, retry: " + firstLine(err)}
+		res[i] = s.writeFailed(err)
 	}
 	return res
+}
+
+// writeFailed is the answer of an item Redis did not count: retry it.
+func (s *Store) writeFailed(err error) counting.Result {
+	return counting.Result{Code: s.code(err), Msg: "redis unavailable, retry: " + firstLine(err)}
 }
 
 // write is Write of one batch.
@@ -217,7 +222,7 @@ func (s *Store) write(ctx context.Context, items []counting.Item) []counting.Res
 			}
 			if ierr != nil {
 				s.metrics.redisErrors.WithLabelValues("write").Inc()
-				*r = counting.Result{Code: s.code(ierr), Msg: "redis unavailable, retry: " + firstLine(ierr)}
+				*r = s.writeFailed(ierr)
 				continue
 			}
 			if r.Duplicate {
@@ -247,9 +252,7 @@ type scriptRun struct {
 	// A run of lua/count.lua counts events (eids, in order) that have the
 	// same parts (partArgs) on the same counters (keys after the first).
 	eids     []string
-	ttl      string
 	partArgs []string
-	nowMs    string
 }
 
 // maxEvents is the most events one run of lua/count.lua counts.
@@ -267,7 +270,6 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 	// groups holds the runs of each tag (or counter key), in order.
 	groups := make(map[string][]*scriptRun, len(items))
 	order := make([]string, 0, len(items))
-	now := strconv.FormatInt(e.now.UnixMilli(), 10)
 	for i := range items {
 		it := &items[i]
 		w := kinds[it.Spec.Kind].write(it, e)
@@ -287,12 +289,7 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 		if n := len(rs); n > 0 && rs[n-1].parts && rs[n-1].hits == it.Hits && rs[n-1].eids[0] == it.EventID {
 			r = rs[n-1]
 		} else {
-			ttl := "0"
-			if it.EventID != "" {
-				ttl = strconv.FormatInt(e.dedupeTTL.Milliseconds(), 10)
-			}
-			r = &scriptRun{script: countScript, parts: true, hits: it.Hits, eids: []string{it.EventID}, ttl: ttl, nowMs: now,
-				keys: []string{group}}
+			r = &scriptRun{script: countScript, parts: true, hits: it.Hits, eids: []string{it.EventID}, keys: []string{group}}
 			groups[group] = append(rs, r)
 		}
 		r.items = append(r.items, i)
@@ -314,10 +311,15 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 			out = append(out, r)
 		}
 	}
+	now, dedupeTTL := strconv.FormatInt(e.now.UnixMilli(), 10), strconv.FormatInt(e.dedupeTTL.Milliseconds(), 10)
 	for _, r := range out {
 		if r.parts {
+			ttl := "0" // no event id
+			if r.eids[0] != "" {
+				ttl = dedupeTTL
+			}
 			r.args = make([]string, 0, 4+len(r.eids)+len(r.partArgs))
-			r.args = append(append(append(r.args, strconv.FormatInt(r.hits, 10), r.nowMs, r.ttl, strconv.Itoa(len(r.eids))), r.eids...), r.partArgs...)
+			r.args = append(append(append(r.args, strconv.FormatInt(r.hits, 10), now, ttl, strconv.Itoa(len(r.eids))), r.eids...), r.partArgs...)
 		}
 	}
 	return out

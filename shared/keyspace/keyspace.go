@@ -131,29 +131,29 @@ func ReadHours(b rueidis.Builder, it *counting.Item) rueidis.Cacheable {
 	return b.Hgetall().Key(Hours(it)).Cache()
 }
 
-// Bucket is one hour bucket of a counter: its epoch hour and count.
-type Bucket struct{ Hour, N int64 }
+// bucket is one hour bucket of a counter: its epoch hour and count.
+type bucket struct{ Hour, N int64 }
 
-// HourBuckets decodes ReadHours's answer into its buckets, decoded once
+// hourBuckets decodes ReadHours's answer into its buckets, decoded once
 // for all the windows of a counter.
-func HourBuckets(rs []rueidis.RedisResult) ([]Bucket, error) {
+func hourBuckets(rs []rueidis.RedisResult) ([]bucket, error) {
 	m, err := rs[0].AsIntMap()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Bucket, 0, len(m))
+	out := make([]bucket, 0, len(m))
 	for f, n := range m {
 		h, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("hour bucket %q: %w", f, err)
 		}
-		out = append(out, Bucket{h, n})
+		out = append(out, bucket{h, n})
 	}
 	return out, nil
 }
 
-// SumHours is the sum of the buckets of the span hours up to hour.
-func SumHours(bs []Bucket, hour, span int64) int64 {
+// sumHours is the sum of the buckets of the span hours up to hour.
+func sumHours(bs []bucket, hour, span int64) int64 {
 	var sum int64
 	for _, b := range bs {
 		if b.Hour > hour-span && b.Hour <= hour {
@@ -167,7 +167,7 @@ func SumHours(bs []Bucket, hour, span int64) int64 {
 // consecutive windows read the same result.
 type HoursMemo struct {
 	at      *rueidis.RedisResult
-	buckets []Bucket
+	buckets []bucket
 	err     error
 }
 
@@ -176,12 +176,12 @@ type HoursMemo struct {
 func (m *HoursMemo) Got(rs []rueidis.RedisResult, hour, span int64, r *counting.Result) error {
 	if m.at != &rs[0] {
 		m.at = &rs[0]
-		m.buckets, m.err = HourBuckets(rs)
+		m.buckets, m.err = hourBuckets(rs)
 	}
 	if m.err != nil {
 		return m.err
 	}
-	r.Count = SumHours(m.buckets, hour, span)
+	r.Count = sumHours(m.buckets, hour, span)
 	return nil
 }
 

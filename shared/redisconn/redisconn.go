@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -146,4 +148,46 @@ func MinReplicas(ctx context.Context, rdb rueidis.Client) (int, error) {
 		}
 	}
 	return max(least, 0), nil
+}
+
+// ErrNotReplicated means writes reached their master but not the replicas
+// asked for within the time WAIT had.
+var ErrNotReplicated = errors.New("not replicated")
+
+// Wait is WAIT n, for the writes sent before it on the same connection
+// (WAIT counts only what its own connection wrote), with at most most and
+// at most half the time left before deadline (zero: none). Half, because
+// Redis ends a blocked command's wait only when its event loop wakes
+// (every 100 ms at the default hz): WAIT then answers before its caller
+// gives up, and says why.
+func Wait(b rueidis.Builder, n int64, most time.Duration, deadline time.Time) rueidis.Completed {
+	wait := most
+	if !deadline.IsZero() {
+		wait = min(wait, time.Until(deadline)/2)
+	}
+	return b.Wait().Numreplicas(n).Timeout(max(wait.Milliseconds(), 1)).Build()
+}
+
+// Replicated is nil when WAIT's answer r says n replicas have the writes;
+// ErrNotReplicated (wrapped) when fewer did, or WAIT's own error.
+func Replicated(r rueidis.RedisResult, n int64) error {
+	got, err := r.AsInt64()
+	if err == nil && got < n {
+		err = fmt.Errorf("%w: %d of %d replicas in time", ErrNotReplicated, got, n)
+	}
+	return err
+}
+
+// ReportReplicas logs whether every master has the want replicas that
+// setting asks for: what is then waited for (waits), or a warning that
+// short masters refuse (refused) until enough replicas connect.
+func ReportReplicas(ctx context.Context, log *slog.Logger, rdb rueidis.Client, want int, setting, waits, refused string) {
+	switch n, err := MinReplicas(ctx, rdb); {
+	case err != nil:
+		log.Warn("replicas unknown", "setting", setting, "err", err)
+	case n < want:
+		log.Warn("a master has fewer replicas than "+setting+": "+refused+" until enough replicas are connected", "connected", n, "want", want)
+	default:
+		log.Info(waits+" wait for replicas", "replicas", want)
+	}
 }
