@@ -173,15 +173,6 @@ func (s *Server) Close() {
 	os.RemoveAll(s.dir)
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func launch(t testing.TB, dir string, args ...string) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
@@ -299,15 +290,15 @@ func (s *Server) Restart() {
 	}
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
+// FreePort returns a loopback TCP port reserved for this test binary (see
+// freePort).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
-		t.Fatalf("find a free port: %v", err)
+		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func waitListening(addr string, within time.Duration) error {
