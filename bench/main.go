@@ -171,7 +171,7 @@ func run(ctx context.Context) error {
 			case "decide-50-http", "decide-50-direct":
 				res, err = st.decide(ctx, name)
 			default:
-				res, err = st.constantRate(ctx, name)
+				res, err = st.constantRate(ctx, name, round)
 			}
 			if err != nil {
 				return err
@@ -739,7 +739,7 @@ func (st *stack) redisBenchmark(ctx context.Context) (result, error) {
 // constantRate measures latency at a fixed request rate with vegeta: hot
 // and cold reads, and the baseline server as the floor that the machine and
 // the load generator set.
-func (st *stack) constantRate(ctx context.Context, name string) (result, error) {
+func (st *stack) constantRate(ctx context.Context, name string, round int) (result, error) {
 	var seq atomic.Int64
 	targeter := func(t *vegeta.Target) error {
 		t.Method = http.MethodGet
@@ -767,6 +767,9 @@ func (st *stack) constantRate(ctx context.Context, name string) (result, error) 
 	for range newAttacker().Attack(targeter, vegeta.Rate{Freq: st.s.rate, Per: time.Second}, 2*time.Second, "warm-up") {
 	}
 	attacker := newAttacker()
+	if name == "latency-win" && round == 1 {
+		st.profile(name, st.adminURL+"/debug/pprof/profile", "callback")
+	}
 	var m vegeta.Metrics
 	before := st.cpu()
 	start := time.Now()

@@ -35,7 +35,7 @@ type Config struct {
 	FlushDelay      time.Duration `env:"CALLBACK_REDIS_FLUSH_DELAY" envDefault:"50us" help:"how long rueidis waits to send concurrent journal writes in one write"`
 	Workers         int           `env:"CALLBACK_WORKERS" envDefault:"32" help:"concurrent forwarding requests"`
 	BatchSize       int           `env:"CALLBACK_BATCH_SIZE" envDefault:"100" help:"most notices in one POST /v1/incr/batch"`
-	BatchWait       time.Duration `env:"CALLBACK_BATCH_WAIT" envDefault:"2ms" help:"how long a reader waits for more notices after a short read"`
+	BatchWait       time.Duration `env:"CALLBACK_BATCH_WAIT" envDefault:"2ms" help:"how long a reader waits for more notices after a short read, and at most how long a batch joining several partitions' reads waits for more before it is sent"`
 	ForwardTimeout  time.Duration `env:"CALLBACK_FORWARD_TIMEOUT" envDefault:"2s" help:"deadline of one forwarding attempt"`
 	RetryInitial    time.Duration `env:"CALLBACK_RETRY_INITIAL" envDefault:"50ms" help:"first backoff between attempts (doubling, with jitter)"`
 	RetryMax        time.Duration `env:"CALLBACK_RETRY_MAX" envDefault:"5s" help:"longest backoff between attempts"`

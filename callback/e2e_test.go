@@ -578,6 +578,31 @@ func TestTwoCallbacksCountEveryNoticeOnce(t *testing.T) {
 	}
 }
 
+// TestNoticesOfSeveralPartitionsShareACounterRequest: 40 notices spread
+// over the journal's 8 partitions within a batch wait are written with at
+// most a few counter requests, not one (or more) per partition.
+func TestNoticesOfSeveralPartitionsShareACounterRequest(t *testing.T) {
+	s := startStack(t, "CALLBACK_JOURNAL_PARTITIONS=8", "CALLBACK_BATCH_WAIT=500ms")
+	if n := send(t, 40, func(i int) string {
+		return fmt.Sprintf("http://%s/win?cid=merge&device=d%d&eid=e%d", s.public, i, i)
+	}, nil); n > 0 {
+		t.Fatalf("%d notices refused", n)
+	}
+	s.waitMetric(`freqcap_callback_forwarded_total{result="counted"} 40`, 10*time.Second)
+	_, _, body := s.do("GET", "http://"+s.counterOps+"/metrics", "")
+	requests := 0
+	for _, m := range regexp.MustCompile(`freqcap_http_requests_total\{[^}]*route="/v1/incr/batch"[^}]*\} (\d+)`).FindAllStringSubmatch(body, -1) {
+		n, _ := strconv.Atoi(m[1])
+		requests += n
+	}
+	if requests < 1 || requests > 4 {
+		t.Errorf("40 notices over 8 partitions took %d counter requests, want 1 to 4", requests)
+	}
+	for i := range 40 {
+		s.waitKey(fmt.Sprintf("freq:{win:device:merge:d%d}", i), 1, 0)
+	}
+}
+
 func TestPublicPortBoundsWhatItAccepts(t *testing.T) {
 	s := startStack(t)
 	pub := "http://" + s.public

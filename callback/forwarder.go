@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,7 +36,9 @@ type notice struct {
 // POST /v1/incr/batch. A reader per partition takes new entries in
 // batches of up to BatchSize (waiting BatchWait for more after a short
 // read), a claimer takes entries other instances left idle for ClaimIdle,
-// and a pool of workers delivers each batch: it resolves each notice's
+// a combiner joins what they read into batches of up to BatchSize across
+// partitions (waiting at most BatchWait after the first entry), and a pool
+// of workers delivers each batch: it resolves each notice's
 // campaign once, sends the batch as one request answered per item, and
 // acknowledges (deletes) every entry the counter answered for. A batch that
 // failed as a whole (network, 5xx) and the items the counter could not
@@ -47,7 +50,8 @@ type notice struct {
 type Forwarder struct {
 	journal   *Journal
 	schema    *Schema
-	batches   chan []entry
+	reads     chan []entry // what the readers and the claimer took
+	batches   chan []entry // what the combiner made of it
 	client    *http.Client
 	incrURL   string
 	campaigns *Campaigns
@@ -76,6 +80,7 @@ func newForwarder(s Settings, journal *Journal, schema *Schema, campaigns *Campa
 	return &Forwarder{
 		journal: journal,
 		schema:  schema,
+		reads:   make(chan []entry),
 		batches: make(chan []entry),
 		client: &http.Client{Transport: auth.Transport(s.CounterToken, &http.Transport{
 			MaxIdleConns:        s.Workers,
@@ -105,6 +110,7 @@ func (f *Forwarder) Start() {
 	}
 	f.readers.Go(f.claim)
 	f.readers.Go(func() { f.journal.KeepSampling(f.readCtx) })
+	f.workers.Go(f.combine)
 	for range f.s.Workers {
 		f.workers.Go(func() {
 			for b := range f.batches {
@@ -142,9 +148,55 @@ func (f *Forwarder) read(p int) {
 			continue
 		}
 		select {
-		case f.batches <- es:
+		case f.reads <- es:
 		case <-f.readCtx.Done():
 			return
+		}
+	}
+}
+
+// combine joins what the readers and the claimer took into batches of up
+// to BatchSize for the workers, sending one at the latest BatchWait after
+// its first entry came. With several partitions, each read holds a few
+// notices at a moderate rate; a request per read would cost the counter,
+// callback and Redis a round trip per few notices. It closes the workers'
+// channel once the readers' is closed and what it held is handed on.
+func (f *Forwarder) combine() {
+	defer close(f.batches)
+	var acc []entry
+	var due <-chan time.Time
+	var timer *time.Timer
+	for {
+		select {
+		case es, ok := <-f.reads:
+			if !ok {
+				if len(acc) > 0 {
+					f.batches <- acc
+				}
+				return
+			}
+			acc = append(acc, es...)
+			for len(acc) >= f.s.BatchSize {
+				f.batches <- acc[:f.s.BatchSize:f.s.BatchSize]
+				acc = slices.Clone(acc[f.s.BatchSize:])
+			}
+			switch {
+			case len(acc) == 0:
+				due = nil
+			case f.s.BatchWait <= 0:
+				f.batches <- acc
+				acc, due = nil, nil
+			case due == nil:
+				if timer == nil {
+					timer = time.NewTimer(f.s.BatchWait)
+				} else {
+					timer.Reset(f.s.BatchWait)
+				}
+				due = timer.C
+			}
+		case <-due:
+			f.batches <- acc
+			acc, due = nil, nil
 		}
 	}
 }
@@ -168,7 +220,7 @@ func (f *Forwarder) claim() {
 				if len(es) > 0 {
 					f.metrics.claimed.Add(float64(len(es)))
 					select {
-					case f.batches <- es:
+					case f.reads <- es:
 					case <-f.readCtx.Done():
 						return
 					}
@@ -213,7 +265,7 @@ func (f *Forwarder) newBackOff() *backoff.ExponentialBackOff {
 func (f *Forwarder) Drain(timeout time.Duration) int {
 	f.stopRead()
 	f.readers.Wait()
-	close(f.batches)
+	close(f.reads) // the combiner hands on what it holds and closes f.batches
 	done := make(chan struct{})
 	go func() { f.workers.Wait(); close(done) }()
 	select {
@@ -229,7 +281,7 @@ func (f *Forwarder) Drain(timeout time.Duration) int {
 // errRejected marks a 4xx answer: the counter will never accept the notice.
 var errRejected = errors.New("counter rejected the notice")
 
-// deliver sends one batch of one partition until every entry is answered
+// deliver sends one batch until every entry is answered
 // for, acknowledging as it goes; what is left after RetryFor (or at
 // shutdown) stays pending in the journal.
 func (f *Forwarder) deliver(batch []entry) {
@@ -286,7 +338,7 @@ func (f *Forwarder) deliver(batch []entry) {
 			if time.Since(touched) > f.s.ClaimIdle/3 {
 				// Still ours: keep other instances from claiming the batch.
 				touched = time.Now()
-				_ = f.journal.Touch(f.ctx, pending[0].part, entryIDs(pending))
+				_ = f.journal.Touch(f.ctx, pending)
 			}
 		}))
 	if err == nil || len(pending) == 0 {
@@ -335,30 +387,21 @@ func (f *Forwarder) giveBack(pending []entry, err error) {
 	})
 }
 
-func entryIDs(es []entry) []string {
-	out := make([]string, len(es))
-	for i, e := range es {
-		out[i] = e.id
-	}
-	return out
-}
-
-// ackAll acknowledges entries of one partition, retrying briefly: an entry
+// ackAll acknowledges entries, retrying briefly: an entry
 // whose acknowledgement is lost is delivered again, and the counter answers
 // its event id as a duplicate.
 func (f *Forwarder) ackAll(done []entry) {
 	if len(done) == 0 {
 		return
 	}
-	ids := entryIDs(done)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(f.ctx), f.s.ForwardTimeout)
 	defer cancel()
 	_, err := backoff.Retry(ctx, func() (struct{}, error) {
-		return struct{}{}, f.journal.Ack(ctx, done[0].part, ids)
+		return struct{}{}, f.journal.Ack(ctx, done)
 	}, backoff.WithBackOff(backoff.NewConstantBackOff(20*time.Millisecond)))
 	if err != nil {
 		f.readLog.Do(func() {
-			f.log.Warn("journal acknowledgement failed: these notices will be delivered again", "count", len(ids), "err", err)
+			f.log.Warn("journal acknowledgement failed: these notices will be delivered again", "count", len(done), "err", err)
 		})
 	}
 }

@@ -378,20 +378,42 @@ func (j *Journal) Claim(ctx context.Context, p int, idle time.Duration, start st
 
 // Touch resets the idle time of entries this consumer is still delivering,
 // so that no other instance claims them meanwhile.
-func (j *Journal) Touch(ctx context.Context, p int, ids []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	return j.rdb.Do(ctx, j.rdb.B().Xclaim().Key(j.keys[p]).Group(j.group).Consumer(j.consumer).
-		MinIdleTime("0").Id(ids...).Justid().Build()).Error()
+func (j *Journal) Touch(ctx context.Context, es []entry) error {
+	return j.perPartition(ctx, es, func(key string, ids []string) rueidis.Completed {
+		return j.rdb.B().Xclaim().Key(key).Group(j.group).Consumer(j.consumer).MinIdleTime("0").Id(ids...).Justid().Build()
+	})
 }
 
-// Ack acknowledges delivered entries of partition p; Trim removes them.
-func (j *Journal) Ack(ctx context.Context, p int, ids []string) error {
-	if len(ids) == 0 {
+// Ack acknowledges delivered entries; Trim removes them.
+func (j *Journal) Ack(ctx context.Context, es []entry) error {
+	return j.perPartition(ctx, es, func(key string, ids []string) rueidis.Completed {
+		return j.rdb.B().Xack().Key(key).Group(j.group).Id(ids...).Build()
+	})
+}
+
+// perPartition sends one command for each partition es come from, built by
+// cmd from its key and the ids of its entries, all in one round trip per
+// node; the first error is returned.
+func (j *Journal) perPartition(ctx context.Context, es []entry, cmd func(key string, ids []string) rueidis.Completed) error {
+	ids := make([][]string, len(j.keys))
+	for _, e := range es {
+		ids[e.part] = append(ids[e.part], e.id)
+	}
+	cmds := make(rueidis.Commands, 0, len(j.keys))
+	for p, pids := range ids {
+		if len(pids) > 0 {
+			cmds = append(cmds, cmd(j.keys[p], pids))
+		}
+	}
+	if len(cmds) == 0 {
 		return nil
 	}
-	return j.rdb.Do(ctx, j.rdb.B().Xack().Key(j.keys[p]).Group(j.group).Id(ids...).Build()).Error()
+	for _, r := range j.rdb.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Trim removes from every partition the entries before the oldest one not

@@ -103,7 +103,7 @@ func TestJournalKeepsNoticesUntilAcknowledged(t *testing.T) {
 	// the other partition than the first.
 	last := claimed[len(claimed)-1]
 	for _, e := range claimed[:len(claimed)-1] {
-		if err := other.Ack(ctx, e.part, []string{e.id}); err != nil {
+		if err := other.Ack(ctx, []entry{e}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -136,10 +136,10 @@ func TestJournalKeepsNoticesUntilAcknowledged(t *testing.T) {
 	if err != nil || len(es) != 1 || es[0].n.eid != "e6" {
 		t.Fatalf("unread entry after a trim: %+v (%v)", es, err)
 	}
-	if err := other.Ack(ctx, last.part, []string{last.id}); err != nil {
+	if err := other.Ack(ctx, []entry{last}); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Ack(ctx, p0, []string{es[0].id}); err != nil {
+	if err := j.Ack(ctx, es[:1]); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Trim(ctx); err != nil {
