@@ -9,8 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/freqcap/freqcap/shared/redisconn"
 	"github.com/redis/rueidis"
+
+	"github.com/freqcap/freqcap/shared/redisconn"
 )
 
 // replicatedWrites sends a write's script runs so that they are answered
