@@ -653,6 +653,7 @@ func (st *stack) endToEnd(ctx context.Context, round int) (result, error) {
 	}
 	acceptedBefore := metric(st.adminURL+"/metrics", "freqcap_callback_notices_accepted_total")
 	unsureBefore := metric(st.adminURL+"/metrics", "freqcap_callback_notices_rejected_total", "reason=journal_unavailable")
+	refusedBefore := metric(st.adminURL+"/metrics", "freqcap_callback_notices_rejected_total")
 	r, err := st.wrk(ctx, "end-to-end", st.callbackURL, "win", round, true)
 	if err != nil {
 		return r, err
@@ -677,10 +678,10 @@ func (st *stack) endToEnd(ctx context.Context, round int) (result, error) {
 	// unsure: Redis may have run it, and then the notice counts (once: the
 	// exchange's resend carries the same eid).
 	unsure := int64(metric(st.adminURL+"/metrics", "freqcap_callback_notices_rejected_total", "reason=journal_unavailable") - unsureBefore)
-	answered := r.rate
+	refused := int64(metric(st.adminURL+"/metrics", "freqcap_callback_notices_rejected_total") - refusedBefore)
 	r.rate = float64(accepted) / st.s.duration.Seconds()
-	r.note = fmt.Sprintf("accepted %d, counted %d, dropped %.0f, 503 after an unsure journal write %d; %.0f answers/s, the rest 503",
-		accepted, counted, dropped, unsure, answered)
+	r.note = fmt.Sprintf("accepted %d, counted %d, dropped %.0f, refused %d (503 after an unsure journal write: %d)",
+		accepted, counted, dropped, refused, unsure)
 	if counted < accepted || counted > accepted+unsure {
 		return r, fmt.Errorf("loss or double count: accepted %d notices (and %d unsure), counted %d", accepted, unsure, counted)
 	}
