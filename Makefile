@@ -41,7 +41,7 @@ build:
 	@mkdir -p bin
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o bin/ $(addprefix ./,$(SERVICES))
 
-## bench: load-test the whole stack against a bare net/http baseline (about 8 min); writes bench/RESULTS.md
+## bench: load-test the whole stack against a bare net/http baseline (about 20 min); writes bench/RESULTS.md
 bench: test-tools
 	@command -v wrk >/dev/null 2>&1 || { echo "wrk is required: apt-get install -y wrk"; exit 1; }
 	$(GO) run ./bench
