@@ -36,6 +36,30 @@ func BenchmarkStoreIncr(b *testing.B) {
 	}
 }
 
+// BenchmarkStoreIncrBatch100 is the batch callback's forwarder sends: 100
+// notices of a new device each, on a hot tagid, with a 3-hour window.
+func BenchmarkStoreIncrBatch100(b *testing.B) {
+	srv := redistest.Start(b)
+	st, _ := testStore(b, srv, newClock(time.Now()))
+	ctx := context.Background()
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		qs := make([]Query, 100)
+		for i := range qs {
+			n++
+			qs[i] = Query{CID: "42", Event: "win", EID: "e" + strconv.Itoa(n), Windows: []int{3}, Dims: []Dim{
+				{"device", "dev-" + strconv.Itoa(n%100000)}, {"tagid", "7"}}}
+		}
+		_, errs := st.IncrBatch(ctx, qs)
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
 func benchRead(b *testing.B, qs []Query, kv ...string) {
 	srv := redistest.Start(b)
 	st, _ := testStore(b, srv, newClock(time.Now()), append([]string{"COUNTER_READ_TIMEOUT=1s"}, kv...)...)

@@ -155,8 +155,12 @@ func (v seed000) Incr(ctx context.Context, q *Query) (Result, error) {
 // pipelined round trip per Redis node); each query gets its result or its
 // own error.
 func (v seed000) IncrBatch(ctx context.Context, qs []Query) ([]Result, []error) {
-	var its []counting.Item
-	var refs []ref
+	n := 0
+	for i := range qs {
+		n += qs[i].size()
+	}
+	its := make([]counting.Item, 0, n)
+	refs := make([]ref, 0, n)
 	for i := range qs {
 		if qs[i].PaceWindowSec > 0 && qs[i].EID == "" {
 			qs[i].EID = ids.Random("r-")

@@ -289,7 +289,9 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 		if n := len(rs); n > 0 && rs[n-1].parts && rs[n-1].hits == it.Hits && rs[n-1].eids[0] == it.EventID {
 			r = rs[n-1]
 		} else {
-			r = &scriptRun{script: countScript, parts: true, hits: it.Hits, eids: []string{it.EventID}, keys: []string{group}}
+			// Sized for the usual run: one dimension's day and hours.
+			r = &scriptRun{script: countScript, parts: true, hits: it.Hits, eids: []string{it.EventID},
+				keys: append(make([]string, 0, 3), group), items: make([]int, 0, 2), partArgs: make([]string, 0, 8)}
 			groups[group] = append(rs, r)
 		}
 		r.items = append(r.items, i)
