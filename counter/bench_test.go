@@ -36,8 +36,9 @@ func BenchmarkStoreIncr(b *testing.B) {
 	}
 }
 
-// BenchmarkStoreIncrBatch100 is the batch callback's forwarder sends: 100
-// notices of a new device each, on a hot tagid, with a 3-hour window.
+// BenchmarkStoreIncrBatch100 writes batches shaped like those callback's
+// forwarder sends: 100 notices, each for a new device, on one hot tagid,
+// with a 3-hour window.
 func BenchmarkStoreIncrBatch100(b *testing.B) {
 	srv := redistest.Start(b)
 	st, _ := testStore(b, srv, newClock(time.Now()))

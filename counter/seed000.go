@@ -155,18 +155,12 @@ func (v seed000) Incr(ctx context.Context, q *Query) (Result, error) {
 // pipelined round trip per Redis node); each query gets its result or its
 // own error.
 func (v seed000) IncrBatch(ctx context.Context, qs []Query) ([]Result, []error) {
-	n := 0
-	for i := range qs {
-		n += qs[i].size()
-	}
-	its := make([]counting.Item, 0, n)
-	refs := make([]ref, 0, n)
 	for i := range qs {
 		if qs[i].PaceWindowSec > 0 && qs[i].EID == "" {
 			qs[i].EID = ids.Random("r-")
 		}
-		its, refs = qs[i].items(its, refs, i, true)
 	}
+	its, refs := queryItems(qs, true)
 	got := v.Write(ctx, its)
 	res := newResults(qs)
 	errs := make([]error, len(qs))
@@ -193,17 +187,23 @@ func (q *Query) size() int {
 	return n * len(q.Dims)
 }
 
-// Read answers every query in one store read.
-func (v seed000) Read(ctx context.Context, qs []Query) []Result {
+// queryItems turns every query into its items (writes of one hit, or reads),
+// with each item's place in the results.
+func queryItems(qs []Query, write bool) ([]counting.Item, []ref) {
 	n := 0
 	for i := range qs {
 		n += qs[i].size()
 	}
-	its := make([]counting.Item, 0, n)
-	refs := make([]ref, 0, n)
+	its, refs := make([]counting.Item, 0, n), make([]ref, 0, n)
 	for i := range qs {
-		its, refs = qs[i].items(its, refs, i, false)
+		its, refs = qs[i].items(its, refs, i, write)
 	}
+	return its, refs
+}
+
+// Read answers every query in one store read.
+func (v seed000) Read(ctx context.Context, qs []Query) []Result {
+	its, refs := queryItems(qs, false)
 	got := v.Store.Read(ctx, its)
 	res := newResults(qs)
 	for k, r := range refs {
