@@ -482,6 +482,42 @@ func TestNoLossWhenRedisStalls(t *testing.T) {
 	s.waitKey("freq:{win:device:stall:dev}", 10_000, 0)
 }
 
+// A full Redis (noeviction past maxmemory) takes no notice: each gets 503
+// with Retry-After and nothing is kept; once Redis has room, the resends
+// are counted exactly once.
+func TestAFullRedisRefusesNotices(t *testing.T) {
+	s := startStack(t)
+	pub := "http://" + s.public
+	url := func(i int) string { return fmt.Sprintf("%s/win?cid=full&device=dev&eid=full-%d", pub, i) }
+	if code, _, body := s.do("GET", url(0), ""); code != http.StatusNoContent {
+		t.Fatalf("before: %d %s", code, body)
+	}
+	s.waitKey("freq:{win:device:full:dev}", 1, 10*time.Second)
+	s.redis.OnMasters(t, "CONFIG", "SET", "maxmemory-policy", "noeviction")
+	s.redis.OnMasters(t, "CONFIG", "SET", "maxmemory", "1mb")
+	full := s.redis.UsedMemory(t)
+	for i := 1; i <= 200; i++ {
+		code, h, body := s.do("GET", url(i), "")
+		if code != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
+			t.Fatalf("notice %d into a full Redis: %d %q (Retry-After %q), want 503 with Retry-After", i, code, body, h.Get("Retry-After"))
+		}
+	}
+	if used := s.redis.UsedMemory(t); used > full+64<<10 {
+		t.Errorf("used_memory grew from %d to %d in a full Redis", full, used)
+	}
+	s.redis.OnMasters(t, "CONFIG", "SET", "maxmemory", "0")
+	for range 2 {
+		for i := 1; i <= 200; i++ {
+			if code, _, body := s.do("GET", url(i), ""); code != http.StatusNoContent {
+				t.Fatalf("notice %d with room again: %d %s", i, code, body)
+			}
+		}
+	}
+	s.waitKey("freq:{win:device:full:dev}", 201, 20*time.Second)
+	s.waitMetric(`freqcap_callback_forwarded_total{result="duplicate"} 200`, 10*time.Second)
+	s.waitKey("freq:{win:device:full:dev}", 201, 0)
+}
+
 // TestAcknowledgedNoticesSurviveSIGKILL: with the counter down, 5,000
 // notices (half without an eid) are acknowledged; callback is killed with
 // SIGKILL and started again, the counter comes back: exactly 5,000 are

@@ -1,14 +1,28 @@
 // Package lua holds the Redis scripts of freqcap, one per kind of counter.
 // Each .lua file starts with a comment that documents its KEYS, ARGV and
 // return value.
+//
+// Every script that may grow Redis's memory starts with the Redis 7
+// shebang "#!lua" (writes, no flags): Redis then refuses the whole run up
+// front with OOM when it is past maxmemory. Without a shebang, Redis
+// checks memory only at a script's first command flagged deny-oom, and
+// not at all once the script has written: count.lua, which first prunes
+// its dedupe set (ZREMRANGEBYSCORE, allowed when full since it frees
+// memory), would then go on counting into a full Redis.
 package lua
 
 import _ "embed"
 
+// writes heads a script that may grow memory: refused when Redis is full.
+const writes = "#!lua\n"
+
+// frees heads a script that only ever removes data: allowed when full.
+const frees = "#!lua flags=allow-oom\n"
+
 // Count counts one event on one or more counters of one hash tag with one
 // event-id check: count.lua with every part's function before it. A part
 // is one file defining parts.<name>; see count.lua for the contract.
-var Count = "local parts = {}\n" + window + hours + count
+var Count = writes + "local parts = {}\n" + window + hours + count
 
 var (
 	//go:embed count.lua
@@ -21,19 +35,23 @@ var (
 
 // Sliding checks and records one event in an exact sliding window with an
 // optional limit and minimum gap.
-//
-//go:embed sliding.lua
-var Sliding string
+var Sliding = writes + sliding
 
-// Unpace takes back an event Sliding recorded.
-//
-//go:embed unpace.lua
-var Unpace string
+// Unpace takes back an event Sliding recorded; it runs when Redis is full
+// too, since it only removes.
+var Unpace = frees + unpace
+
+var (
+	//go:embed sliding.lua
+	sliding string
+	//go:embed unpace.lua
+	unpace string
+)
 
 // Limit checks a hit against one or more rate limits (seed 004) all or
 // nothing: limit.lua with every kind's function before it. A kind is one
 // file defining kinds.<name>; see limit.lua for the contract.
-var Limit = "local kinds = {}\n" +
+var Limit = writes + "local kinds = {}\n" +
 	fixedWindow + slidingLog + slidingWindow + leakyBucket + tokenBucket + gcra +
 	limit
 

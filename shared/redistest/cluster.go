@@ -426,3 +426,25 @@ func (s *Server) WaitServing(t testing.TB, within time.Duration) time.Duration {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// UsedMemory is the largest used_memory (INFO memory) among the masters,
+// in bytes: what a maxmemory bound is checked against.
+func (s *Server) UsedMemory(t testing.TB) int64 {
+	t.Helper()
+	var most int64
+	for _, o := range s.OnMasters(t, "INFO", "memory") {
+		for line := range strings.Lines(o) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					t.Fatalf("used_memory %q: %v", v, err)
+				}
+				most = max(most, n)
+			}
+		}
+	}
+	if most == 0 {
+		t.Fatal("no used_memory in INFO memory")
+	}
+	return most
+}
