@@ -681,7 +681,10 @@ func TestPublicPortBoundsWhatItAccepts(t *testing.T) {
 // TestARefusedNoticeIsDroppedAlone: notices travel in batches; one the
 // counter refuses is dropped with its reason while the rest of its batch is
 // counted. Here callback still holds the schema of a counter that counted
-// region until it was restarted without it.
+// region until it was restarted without it: the refusals make callback
+// read the new schema, a notice with a device and a region is counted
+// for its device (its region left out, in a metric), and only the notice
+// left with no dimension the counter counts is dropped.
 func TestARefusedNoticeIsDroppedAlone(t *testing.T) {
 	s := &stack{t: t, redis: redistest.Start(t)}
 	s.rc = newRedisClient(t, s.redis)
@@ -693,15 +696,60 @@ func TestARefusedNoticeIsDroppedAlone(t *testing.T) {
 	s.counter.Kill()
 	s.startCounter()
 	pub := "http://" + s.public
-	for _, u := range []string{"/win?cid=5&device=b1", "/win?cid=5&region=eu", "/win?cid=5&device=b2"} {
+	for _, u := range []string{"/win?cid=5&device=b1", "/win?cid=5&region=eu", "/win?cid=5&device=b2&region=eu"} {
 		if code, _, body := s.do("GET", pub+u, ""); code != 204 {
 			t.Fatalf("GET %s: %d %s", u, code, body)
 		}
 	}
-	s.waitMetric(`freqcap_callback_dropped_total{reason="counter_rejected"} 1`, 5*time.Second)
+	s.waitMetric(`freqcap_callback_dropped_total{reason="invalid"} 1`, 5*time.Second)
+	s.waitMetric(`freqcap_callback_dropped_dimensions_total{dim="region"} 1`, 5*time.Second)
 	s.waitMetric(`freqcap_callback_forwarded_total{result="counted"} 2`, 5*time.Second)
 	if s.get("freq:{win:device:5:b1}") != 1 || s.get("freq:{win:device:5:b2}") != 1 {
 		t.Fatal("the refused notice's batch mates were not counted")
+	}
+	if _, _, body := s.do("GET", "http://"+s.admin+"/metrics", ""); strings.Contains(body, `reason="counter_rejected"`) {
+		t.Errorf("a notice was dropped as refused by the counter:\n%s", body)
+	}
+}
+
+// Whole requests the counter refuses (a new token, a lower batch limit)
+// are a matter of configuration: callback keeps every acknowledged notice
+// in the journal, sends it again, halves batches over the limit, and
+// counts every one once the counter takes them.
+func TestARefusedRequestDropsNothing(t *testing.T) {
+	s := &stack{t: t, redis: redistest.Start(t)}
+	s.rc = newRedisClient(t, s.redis)
+	s.counterAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.startCounter("COUNTER_AUTH_TOKENS=old-token-0123456789")
+	s.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s.callback = s.startCallback("COUNTER_TOKEN=old-token-0123456789", "CALLBACK_BATCH_WAIT=20ms", "CALLBACK_SCHEMA_REFRESH=1h")
+	pub := "http://" + s.public
+	// A counter with a new token: 401 for every request.
+	s.counter.Kill()
+	s.startCounter("COUNTER_AUTH_TOKENS=new-token-0123456789")
+	send(t, 200, func(i int) string { return fmt.Sprintf("%s/win?cid=r&device=tok&eid=tok-%d", pub, i) }, nil)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, _, body := s.do("GET", "http://"+s.admin+"/metrics", ""); strings.Contains(body, `freqcap_callback_forward_refused_total{status="401"}`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no refused request in the metrics after 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := s.get("freq:{win:device:r:tok}"); n != 0 {
+		t.Fatalf("%d counted by a counter that refuses callback's token", n)
+	}
+	// The token accepted again (here: the old one back), and a batch limit
+	// under callback's batch size: everything is counted, nothing dropped.
+	s.counter.Kill()
+	s.startCounter("COUNTER_AUTH_TOKENS=old-token-0123456789,new-token-0123456789", "COUNTER_MAX_BATCH=7")
+	s.waitKey("freq:{win:device:r:tok}", 200, 30*time.Second)
+	send(t, 2000, func(i int) string { return fmt.Sprintf("%s/win?cid=r&device=size&eid=size-%d", pub, i) }, nil)
+	s.waitKey("freq:{win:device:r:size}", 2000, 30*time.Second)
+	if _, _, body := s.do("GET", "http://"+s.admin+"/metrics", ""); strings.Contains(body, "freqcap_callback_dropped_total{") {
+		t.Errorf("notices were dropped:\n%s", body)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,10 +42,13 @@ type notice struct {
 // of workers delivers each batch: it resolves each notice's
 // campaign once, sends the batch as one request answered per item, and
 // acknowledges (deletes) every entry the counter answered for. A batch that
-// failed as a whole (network, 5xx) and the items the counter could not
-// write (10001/10004) are retried with exponential backoff and jitter, with
-// the same event ids; an item the counter refuses (10003) is dropped alone,
-// with its reason in a metric and a rate-limited log line. What is still
+// failed as a whole (network, 5xx, and any 4xx: credentials, a batch over
+// the counter's limit, which also halves the batch) and the items the
+// counter could not write (10001/10004) are retried with exponential
+// backoff and jitter, with the same event ids. An item the counter refuses
+// (10003) is sent again with the counter's newest schema when that
+// changes it (its unknown dimensions left out), else dropped alone, with
+// its reason in a metric and a rate-limited log line. What is still
 // undelivered after RetryFor, or when callback stops, stays in the journal
 // for the next claim.
 type Forwarder struct {
@@ -72,6 +76,7 @@ type Forwarder struct {
 	releaseLog rate.Sometimes
 	retryLog   rate.Sometimes
 	clampLog   rate.Sometimes
+	refusedLog rate.Sometimes
 }
 
 func newForwarder(s Settings, journal *Journal, schema *Schema, campaigns *Campaigns, log *slog.Logger) *Forwarder {
@@ -100,6 +105,7 @@ func newForwarder(s Settings, journal *Journal, schema *Schema, campaigns *Campa
 		releaseLog: rate.Sometimes{Interval: 5 * time.Second},
 		retryLog:   rate.Sometimes{Interval: 5 * time.Second},
 		clampLog:   rate.Sometimes{Interval: time.Minute},
+		refusedLog: rate.Sometimes{Interval: 5 * time.Second},
 	}
 }
 
@@ -278,7 +284,7 @@ func (f *Forwarder) Drain(timeout time.Duration) int {
 	return int(f.left.Load())
 }
 
-// errRejected marks a 4xx answer: the counter will never accept the notice.
+// errRejected marks an item the counter refused: it will never accept it.
 var errRejected = errors.New("counter rejected the notice")
 
 // deliver sends one batch until every entry is answered
@@ -316,16 +322,56 @@ func (f *Forwarder) deliver(batch []entry) {
 		return
 	}
 	items := f.items(sch, pending)
+	// At most what the counter takes in one request; halved while the
+	// counter refuses a whole request (a limit lowered since the schema
+	// was read).
+	size := f.s.BatchSize
+	if sch.MaxBatch > 0 {
+		size = min(size, sch.MaxBatch)
+	}
 	touched := time.Now()
 	_, err = backoff.Retry(f.ctx, func() (struct{}, error) {
-		var done []entry
-		var err error
-		done, pending, items, err = f.attempt(pending, items)
-		f.ackAll(done)
-		if err == nil && len(pending) > 0 {
-			err = fmt.Errorf("%d of the batch not written yet", len(pending))
+		var again []entry
+		var againItems []counting.BatchItem
+		var rejected []rejectedItem
+		var failed error
+		for from := 0; from < len(pending); from += size {
+			to := min(from+size, len(pending))
+			out, err := f.attempt(pending[from:to], items[from:to])
+			if err != nil {
+				var refused *refusedError
+				if errors.As(err, &refused) {
+					f.refused(refused, to-from)
+					if refused.status == http.StatusBadRequest || refused.status == http.StatusRequestEntityTooLarge {
+						size = max(1, (to-from)/2)
+					}
+				}
+				again, againItems = append(again, pending[from:to]...), append(againItems, items[from:to]...)
+				failed = err
+				continue
+			}
+			f.ackAll(out.done)
+			again, againItems = append(again, out.again...), append(againItems, out.againItems...)
+			rejected = append(rejected, out.rejected...)
 		}
-		return struct{}{}, err
+		if failed != nil {
+			// Refused as a whole: the counter's settings may have changed.
+			sch = f.schema.Fresh(f.ctx, sch)
+		}
+		if len(rejected) > 0 {
+			var retried []entry
+			sch, retried = f.rejected(sch, rejected)
+			again = append(again, retried...)
+			againItems = append(againItems, f.items(sch, retried)...)
+		}
+		pending, items = again, againItems
+		switch {
+		case failed != nil:
+			return struct{}{}, failed
+		case len(pending) > 0:
+			return struct{}{}, fmt.Errorf("%d of the batch not written yet", len(pending))
+		}
+		return struct{}{}, nil
 	},
 		backoff.WithBackOff(f.newBackOff()),
 		backoff.WithMaxElapsedTime(f.retryFor(sch)),
@@ -345,6 +391,56 @@ func (f *Forwarder) deliver(batch []entry) {
 		return
 	}
 	f.giveBack(pending, err)
+}
+
+// refused reports a counter request refused as a whole: its notices are
+// sent again, and an operator must look (credentials, limits, address).
+func (f *Forwarder) refused(err *refusedError, n int) {
+	f.metrics.batchRefused.WithLabelValues(strconv.Itoa(err.status)).Inc()
+	f.refusedLog.Do(func() {
+		f.log.Error("counter refused a whole request: its notices stay in the journal and are sent again; check COUNTER_URL, COUNTER_TOKEN and the counter's limits",
+			"notices", n, "status", err.status, "err", err)
+	})
+}
+
+// rejectedItem is a notice the counter refused (10003), with its answer.
+type rejectedItem struct {
+	e   entry
+	msg string
+}
+
+// rejected settles the notices the counter refused one by one. A refusal
+// may come from a schema newer than the one their write was built from
+// (a dimension removed, a lower maximum window): with the newest schema,
+// a notice is sent again with what the counter counts now, its unknown
+// dimensions left out (and counted in a metric) and its good ones kept.
+// Only a notice the newest schema does not change is dropped, with the
+// counter's reason.
+func (f *Forwarder) rejected(used *counting.Schema, rs []rejectedItem) (*counting.Schema, []entry) {
+	sch := f.schema.Fresh(f.ctx, used)
+	var again, dropped []entry
+	for _, r := range rs {
+		if sameSchema(sch, used) {
+			f.drop(r.e, "counter_rejected", fmt.Errorf("%w: %s", errRejected, r.msg))
+			dropped = append(dropped, r.e)
+			continue
+		}
+		dims, rej := pickDimensions(sch, r.e.n.dims)
+		if rej != nil {
+			f.drop(r.e, rej.reason, rej.err)
+			dropped = append(dropped, r.e)
+			continue
+		}
+		for d := range r.e.n.dims {
+			if _, kept := dims[d]; !kept {
+				f.metrics.droppedDims.WithLabelValues(d).Inc()
+			}
+		}
+		r.e.n.dims = dims
+		again = append(again, r.e)
+	}
+	f.ackAll(dropped)
+	return sch, again
 }
 
 // retryFor is how long one delivery retries: CALLBACK_RETRY_FOR, but less
@@ -480,45 +576,62 @@ type writeAnswers struct {
 	} `json:"results"`
 }
 
-// attempt sends one batch and sorts its answers: counted, duplicate and
-// refused (dropped) entries are done, the rest returned with their items
-// to send again. An error means the batch failed as a whole.
-func (f *Forwarder) attempt(batch []entry, items []counting.BatchItem) (done, again []entry, againItems []counting.BatchItem, err error) {
+// attemptResult sorts a batch's answers: entries done (counted, or
+// duplicate), entries to send again with their items (Redis could not
+// write them), and entries the counter refused one by one.
+type attemptResult struct {
+	done       []entry
+	again      []entry
+	againItems []counting.BatchItem
+	rejected   []rejectedItem
+}
+
+// refusedError is a counter request refused as a whole (4xx): a matter of
+// configuration or transport (credentials, a batch over the counter's
+// limit, a wrong address), never a verdict on the notices in it.
+type refusedError struct {
+	status int
+	body   string
+}
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("counter refused the request: %d %s", e.status, e.body)
+}
+
+// attempt sends one batch and sorts its answers. An error means the batch
+// failed as a whole: every entry of it is to be sent again.
+func (f *Forwarder) attempt(batch []entry, items []counting.BatchItem) (attemptResult, error) {
 	ctx, cancel := context.WithTimeout(f.ctx, f.s.ForwardTimeout)
 	defer cancel()
 	body, err := gojson.Marshal(counting.BatchRequest{Items: items})
 	if err != nil {
-		return nil, batch, items, backoff.Permanent(err)
+		return attemptResult{}, backoff.Permanent(err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.incrURL, bytes.NewReader(body))
 	if err != nil {
-		return nil, batch, items, backoff.Permanent(err)
+		return attemptResult{}, backoff.Permanent(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := f.client.Do(req)
 	if err != nil {
-		return nil, batch, items, err
+		return attemptResult{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return nil, batch, items, err
+		return attemptResult{}, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		err := fmt.Errorf("counter answered %d %s", resp.StatusCode, bytes.TrimSpace(b))
 		if resp.StatusCode < 500 {
-			// The batch itself was refused: no item of it will ever be.
-			for _, e := range batch {
-				f.drop(e, "counter_rejected", err)
-			}
-			return batch, nil, nil, nil
+			return attemptResult{}, &refusedError{status: resp.StatusCode, body: string(bytes.TrimSpace(b[:min(len(b), 300)]))}
 		}
-		return nil, batch, items, err
+		return attemptResult{}, fmt.Errorf("counter answered %d %s", resp.StatusCode, bytes.TrimSpace(b))
 	}
 	var a writeAnswers
 	if err := gojson.Unmarshal(b, &a); err != nil || len(a.Results) != len(batch) {
-		return nil, batch, items, fmt.Errorf("counter answer of %d results for %d items: %v", len(a.Results), len(batch), err)
+		return attemptResult{}, fmt.Errorf("counter answer of %d results for %d items: %v", len(a.Results), len(batch), err)
 	}
+	var out attemptResult
 	for i, r := range a.Results {
 		e := batch[i]
 		switch {
@@ -529,13 +642,12 @@ func (f *Forwarder) attempt(batch []entry, items []counting.BatchItem) (done, ag
 			} else {
 				f.metrics.forwarded.WithLabelValues("counted").Inc()
 			}
-			done = append(done, e)
+			out.done = append(out.done, e)
 		case r.Code == apierr.InvalidArgument:
-			f.drop(e, "counter_rejected", fmt.Errorf("%w: %s", errRejected, r.Msg))
-			done = append(done, e)
+			out.rejected = append(out.rejected, rejectedItem{e: e, msg: r.Msg})
 		default:
-			again, againItems = append(again, e), append(againItems, items[i])
+			out.again, out.againItems = append(out.again, e), append(out.againItems, items[i])
 		}
 	}
-	return done, again, againItems, nil
+	return out, nil
 }

@@ -23,6 +23,8 @@ type metrics struct {
 	claimed          prometheus.Counter
 	released         prometheus.Counter
 	sigFailures      *prometheus.CounterVec
+	batchRefused     *prometheus.CounterVec
+	droppedDims      *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, journal *Journal) *metrics {
@@ -61,12 +63,18 @@ func newMetrics(reg prometheus.Registerer, journal *Journal) *metrics {
 		sigFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "freqcap_callback_signature_failures_total", Help: "Notices refused for their signature, by reason (missing, malformed, unknown_kid, bad_sig, expired, exp_too_far).",
 		}, []string{"reason"}),
+		batchRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "freqcap_callback_forward_refused_total", Help: "Counter requests refused as a whole (a configuration or transport problem: credentials, batch size, address), by HTTP status; their notices are sent again, never dropped. Alert on any.",
+		}, []string{"status"}),
+		droppedDims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "freqcap_callback_dropped_dimensions_total", Help: "Dimensions of accepted notices left out because the counter no longer counts them, by dimension; the notice's other dimensions are counted.",
+		}, []string{"dim"}),
 	}
 	for _, reason := range []string{signing.Missing, signing.Malformed, signing.UnknownKid, signing.BadSig, signing.Expired, signing.TooFar} {
 		m.sigFailures.WithLabelValues(reason)
 	}
 	reg.MustRegister(m.received, m.accepted, m.rejected, m.forwarded, m.dropped, m.retries, m.forwardDuration, m.unknownCampaigns,
-		m.claimed, m.released, m.sigFailures, &journalCollector{j: journal})
+		m.claimed, m.released, m.sigFailures, m.batchRefused, m.droppedDims, &journalCollector{j: journal})
 	return m
 }
 

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,9 @@ type Schema struct {
 	client *http.Client
 	log    *slog.Logger
 	cur    atomic.Pointer[counting.Schema]
+	// fresh serializes Fresh; fetched is when it last asked.
+	fresh   sync.Mutex
+	fetched time.Time
 }
 
 func newSchema(counter *url.URL, token string, log *slog.Logger) *Schema {
@@ -73,6 +77,36 @@ func (s *Schema) Need(ctx context.Context) (*counting.Schema, error) {
 		return sch, nil
 	}
 	return s.Fetch(ctx)
+}
+
+// freshEvery bounds how often Fresh asks the counter.
+const freshEvery = time.Second
+
+// Fresh is the newest schema once the counter has refused something
+// built from used: fetched now unless another delivery already did (or
+// did within freshEvery). A counter restarted with other dimensions or
+// limits refuses what the old schema let through until callback knows.
+func (s *Schema) Fresh(ctx context.Context, used *counting.Schema) *counting.Schema {
+	s.fresh.Lock()
+	defer s.fresh.Unlock()
+	if cur := s.Get(); cur != used && cur != nil {
+		return cur
+	}
+	if time.Since(s.fetched) < freshEvery {
+		return used
+	}
+	s.fetched = time.Now()
+	sch, err := s.Fetch(ctx)
+	if err != nil {
+		return used
+	}
+	return sch
+}
+
+// sameSchema reports whether a and b check writes alike.
+func sameSchema(a, b *counting.Schema) bool {
+	return slices.Equal(a.Dimensions, b.Dimensions) && slices.Equal(a.Events, b.Events) &&
+		a.MaxWindowHours == b.MaxWindowHours && a.MaxPaceWindowSec == b.MaxPaceWindowSec && a.MaxBatch == b.MaxBatch
 }
 
 // Keep refreshes the schema every `every` (every second until the first
