@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/freqcap/freqcap/shared/auth"
@@ -21,7 +22,8 @@ type Config struct {
 	RedisURL        string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379" help:"rueidis URL redis://[user:pass@]host:port[/db] (?addr= more seed nodes; Cluster is detected)"`
 	SchemaRefresh   time.Duration `env:"CALLBACK_SCHEMA_REFRESH" envDefault:"30s" help:"how often the counter's GET /v1/schema is read"`
 	SigningKeys     string        `env:"CALLBACK_SIGNING_KEYS" help:"kid:base64secret,... notice URLs must be signed with (several for rotation); none: notices are unauthenticated"`
-	MaxNoticeAge    time.Duration `env:"CALLBACK_MAX_NOTICE_AGE" envDefault:"24h" help:"how far ahead a signed notice's exp may be"`
+	MaxNoticeAge    string        `env:"CALLBACK_MAX_NOTICE_AGE" envDefault:"win:30m,billing:4h,imp:4h" help:"how far ahead a signed notice's exp may be, per event (event:duration,...; one duration for every event); callback remembers each notice until its exp"`
+	AcceptV1        bool          `env:"CALLBACK_SIGNING_ACCEPT_V1" envDefault:"false" help:"also take version 1 signatures (no v=2), which do not cover the event, while bidders move to version 2"`
 	UnknownCamps    string        `env:"CALLBACK_UNKNOWN_CAMPAIGNS" help:"refuse or count notices of campaigns the admin API does not know (default: refuse with signing keys, else count)"`
 	SourceLimit     string        `env:"CALLBACK_SOURCE_LIMIT" help:"most notices one client IP may send this instance, <n>/<period> (e.g. 5000/1s); none: no limit"`
 	TrustedProxies  string        `env:"CALLBACK_TRUSTED_PROXIES" help:"CIDRs of proxies whose X-Forwarded-For names the client, comma separated"`
@@ -51,6 +53,8 @@ type Settings struct {
 	Counter *url.URL
 	// Keys are the notice signing keys; nil when notices are unsigned.
 	Keys signing.Keys
+	// NoticeAges is CALLBACK_MAX_NOTICE_AGE by event ("": any other).
+	NoticeAges map[string]time.Duration
 	// RefuseUnknown refuses notices of campaigns Redis does not have.
 	RefuseUnknown bool
 	// AdminTokens are the bearer tokens of the admin API; none when empty.
@@ -89,6 +93,9 @@ func loadSettings(environ []string) (Settings, error) {
 			return s, fmt.Errorf("CALLBACK_SIGNING_KEYS: %w", err)
 		}
 	}
+	if s.NoticeAges, err = parseNoticeAges(cfg.MaxNoticeAge); err != nil {
+		return s, fmt.Errorf("CALLBACK_MAX_NOTICE_AGE: %w", err)
+	}
 	switch cfg.UnknownCamps {
 	case "":
 		s.RefuseUnknown = s.Keys != nil
@@ -98,8 +105,6 @@ func loadSettings(environ []string) (Settings, error) {
 		return s, fmt.Errorf("CALLBACK_UNKNOWN_CAMPAIGNS: want refuse or count, got %q", cfg.UnknownCamps)
 	}
 	switch {
-	case cfg.MaxNoticeAge <= 0:
-		return s, fmt.Errorf("CALLBACK_MAX_NOTICE_AGE: must be positive, got %s", cfg.MaxNoticeAge)
 	case cfg.Partitions < 1 || cfg.Partitions > 1024:
 		return s, fmt.Errorf("CALLBACK_JOURNAL_PARTITIONS: must be between 1 and 1024, got %d", cfg.Partitions)
 	case cfg.JournalMax < cfg.Partitions:
@@ -116,4 +121,35 @@ func loadSettings(environ []string) (Settings, error) {
 		return s, fmt.Errorf("CALLBACK_REDIS_FLUSH_DELAY: must be between 0 and 1ms, got %s", cfg.FlushDelay)
 	}
 	return s, nil
+}
+
+// parseNoticeAges reads CALLBACK_MAX_NOTICE_AGE: one duration for every
+// event, or event:duration pairs (events not named get the longest).
+func parseNoticeAges(v string) (map[string]time.Duration, error) {
+	if d, err := time.ParseDuration(strings.TrimSpace(v)); err == nil {
+		if d <= 0 {
+			return nil, fmt.Errorf("must be positive, got %s", d)
+		}
+		return map[string]time.Duration{"": d}, nil
+	}
+	out := map[string]time.Duration{}
+	for _, pair := range config.List(v) {
+		event, dv, ok := strings.Cut(pair, ":")
+		d, err := time.ParseDuration(dv)
+		switch {
+		case !ok || event == "" || err != nil:
+			return nil, fmt.Errorf("want a duration or event:duration,... (win:30m,billing:4h,imp:4h), got %q", pair)
+		case d <= 0:
+			return nil, fmt.Errorf("%s: must be positive, got %s", event, d)
+		}
+		if _, dup := out[event]; dup {
+			return nil, fmt.Errorf("%s is given twice", event)
+		}
+		out[event] = d
+		out[""] = max(out[""], d)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("empty")
+	}
+	return out, nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/freqcap/freqcap/client"
 	"github.com/freqcap/freqcap/shared/proctest"
 	"github.com/freqcap/freqcap/shared/redistest"
+	"github.com/freqcap/freqcap/shared/signing"
 )
 
 // bins holds the counter and callback binaries, built once for the run.
@@ -991,6 +992,51 @@ func TestSignedNotices(t *testing.T) {
 		}
 	}
 	s.waitKey("freq:{win:device:s1:sd}", 1, 0)
+}
+
+// A signed URL counts only for the event it was signed for, and once for
+// as long as it is valid: sent again after the counter forgot its event
+// id, it is answered as before and counted no more. A signed URL without
+// an eid, or with a version 1 signature, is refused.
+func TestSignedNoticesCountTheirEventOnce(t *testing.T) {
+	k1 := []byte("freqcap-k1-secret-0123")
+	s := startStack(t, "CALLBACK_SIGNING_KEYS=k1:"+base64.StdEncoding.EncodeToString(k1), "CALLBACK_UNKNOWN_CAMPAIGNS=count")
+	pub := "http://" + s.public
+	signer := client.NoticeSigner{CallbackURL: pub, KeyID: "k1", Secret: k1}
+	n, err := signer.URLs("r1", client.Identities{"device": "rd"}, "req-1", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pixel URL, seen by anyone who sees the ad, counts no win or billing.
+	for _, event := range []string{"win", "billing"} {
+		u := strings.Replace(n.Imp, "/imp?", "/"+event+"?", 1)
+		if code, _, body := s.do("GET", u, ""); code != 403 || !strings.Contains(body, "bad_sig") {
+			t.Errorf("the pixel URL sent to /%s: %d %s, want 403 bad_sig", event, code, body)
+		}
+	}
+	for round := range 3 {
+		if code, _, body := s.do("GET", n.Imp, ""); code != 200 {
+			t.Fatalf("the pixel, round %d: %d %s", round, code, body)
+		}
+		s.waitKey("freq:{imp:device:r1:rd}", 1, 10*time.Second)
+		// The counter forgets event ids after COUNTER_DEDUPE_TTL: here at once.
+		if err := s.rc.Do(context.Background(), s.rc.B().Del().Key("dedup:{imp:device:r1:rd}").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.waitMetric(`freqcap_callback_notices_duplicate_total{event="imp"} 2`, 5*time.Second)
+	s.waitKey("freq:{win:device:r1:rd}", 0, 0)
+
+	exp := time.Now().Add(10 * time.Minute)
+	noEID := pub + "/win?" + signing.SignQuery("k1", k1, exp, "win", []signing.Param{{Name: "cid", Value: "r1"}, {Name: "device", Value: "ne"}})
+	if code, _, body := s.do("GET", noEID, ""); code != 400 || !strings.Contains(body, "eid") {
+		t.Errorf("a signed notice without eid: %d %s, want 400 naming eid", code, body)
+	}
+	c := signing.Canonical([]signing.Param{{Name: "cid", Value: "r1"}, {Name: "device", Value: "v1"}, {Name: "eid", Value: "e:1"},
+		{Name: "kid", Value: "k1"}, {Name: "exp", Value: strconv.FormatInt(exp.Unix(), 10)}})
+	if code, _, body := s.do("GET", pub+"/win?"+c+"&sig="+signing.Sum(k1, c), ""); code != 403 || !strings.Contains(body, "v1_refused") {
+		t.Errorf("a version 1 signature: %d %s, want 403 v1_refused", code, body)
+	}
 }
 
 // The services authenticate each other: a counter that requires a token

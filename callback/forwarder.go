@@ -31,6 +31,9 @@ type notice struct {
 	eid      string
 	dims     map[string]string // dimension -> id, the ones the notice gave
 	accepted time.Time
+	// exp is when a signed notice's URL expires (zero when unsigned): the
+	// journal takes it once until then.
+	exp time.Time
 }
 
 // Forwarder delivers the journal's notices to the counter's

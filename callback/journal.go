@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +16,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/freqcap/freqcap/lua"
 	"github.com/freqcap/freqcap/shared/ids"
 	"github.com/freqcap/freqcap/shared/redisconn"
 )
@@ -42,11 +47,18 @@ type Journal struct {
 	queues   []chan replicatedAppend
 }
 
-// replicatedAppend is one XADD waiting for its committer.
+// replicatedAppend is one append waiting for its committer.
 type replicatedAppend struct {
 	ctx  context.Context
 	cmd  rueidis.Completed
-	done chan error
+	done chan appendResult
+}
+
+// appendResult is Redis's answer to a replicated append, and the WAIT's
+// verdict.
+type appendResult struct {
+	res rueidis.RedisResult
+	err error
 }
 
 // entry is one notice read from the journal.
@@ -163,24 +175,62 @@ func (j *Journal) createGroup(ctx context.Context, p int) error {
 }
 
 // Append writes n to the next partition (one XADD); errJournalFull when
-// the partition holds its maximum of undelivered notices.
+// the partition holds its maximum of undelivered notices. A signed notice
+// (n.exp set) goes to the partition its fingerprint names, with a record
+// of it kept until its URL expires, in the same script run: a notice sent
+// again while its URL is valid is errDuplicate, and nothing is written.
 func (j *Journal) Append(ctx context.Context, n notice) error {
-	p := int(j.next.Add(1) % uint64(len(j.keys)))
+	var fp string
+	var p int
+	if n.exp.IsZero() {
+		p = int(j.next.Add(1) % uint64(len(j.keys)))
+	} else {
+		fp = fingerprint(n)
+		p = int(binary.BigEndian.Uint64([]byte(fp)) % uint64(len(j.keys)))
+	}
 	if j.lengths[p].Load() >= j.perPart {
 		return errJournalFull
 	}
-	fv := j.rdb.B().Xadd().Key(j.keys[p]).Id("*").FieldValue().FieldValue("E", n.event).FieldValue("C", n.cid).FieldValue("I", n.eid)
-	for d, v := range n.dims {
-		fv = fv.FieldValue(d, v)
-	}
-	var err error
-	if j.queues == nil {
-		err = j.rdb.Do(ctx, fv.Build()).Error()
+	var cmd rueidis.Completed
+	var keys, args []string // of the script run
+	if fp == "" {
+		fv := j.rdb.B().Xadd().Key(j.keys[p]).Id("*").FieldValue().FieldValue("E", n.event).FieldValue("C", n.cid).FieldValue("I", n.eid)
+		for d, v := range n.dims {
+			fv = fv.FieldValue(d, v)
+		}
+		cmd = fv.Build()
 	} else {
-		err = j.appendReplicated(ctx, p, fv.Build())
+		minute := n.exp.Unix() / 60
+		args = make([]string, 0, 8+2*len(n.dims))
+		args = append(args, fp, strconv.FormatInt((minute+1)*60+seenGrace, 10), "E", n.event, "C", n.cid, "I", n.eid)
+		for d, v := range n.dims {
+			args = append(args, d, v)
+		}
+		keys = []string{j.keys[p], seenKey(p, minute)}
+		// Replicated appends go in a group on one connection: EVAL there,
+		// so that a Redis without the script loaded needs no second trip.
+		if j.queues == nil {
+			cmd = j.rdb.B().Evalsha().Sha1(appendSHA).Numkeys(2).Key(keys...).Arg(args...).Build()
+		} else {
+			cmd = j.rdb.B().Eval().Script(lua.Append).Numkeys(2).Key(keys...).Arg(args...).Build()
+		}
 	}
-	if err != nil {
+	var res rueidis.RedisResult
+	if j.queues == nil {
+		res = j.rdb.Do(ctx, cmd)
+		if fp != "" && isNoScript(res.Error()) {
+			res = appendScript.Exec(ctx, j.rdb, keys, args)
+		}
+	} else {
+		res = j.appendReplicated(ctx, p, cmd)
+	}
+	if err := res.Error(); err != nil {
 		return err
+	}
+	if fp != "" {
+		if id, err := res.AsInt64(); err == nil && id == 0 {
+			return errDuplicate
+		}
 	}
 	// Counted after Redis answered: an append that finishes while a sample
 	// is under way is added on top of what the sample read (twice, at
@@ -188,6 +238,44 @@ func (j *Journal) Append(ctx context.Context, n notice) error {
 	j.appended[p].Add(1)
 	j.lengths[p].Add(1)
 	return nil
+}
+
+// errDuplicate is a signed notice taken before: its URL was sent again
+// while still valid.
+var errDuplicate = errors.New("notice taken before")
+
+var (
+	appendScript = rueidis.NewLuaScript(lua.Append)
+	appendSHA    = func() string { h := sha1.Sum([]byte(lua.Append)); return hex.EncodeToString(h[:]) }()
+)
+
+func isNoScript(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	return ok && re.IsNoScript()
+}
+
+// seenKey is the set of the fingerprints of partition p's signed notices
+// whose URLs expire in that minute (unix seconds / 60): in the slot of
+// the partition, so one script run writes both.
+func seenKey(p int, minute int64) string {
+	return "seen:{" + strconv.Itoa(p) + "}:" + strconv.FormatInt(minute, 10)
+}
+
+// seenGrace keeps a minute's records this long past its end, for a Redis
+// whose clock runs ahead of callback's.
+const seenGrace = 60
+
+// fingerprint names a signed notice in 8 bytes: its event, campaign and
+// event id (all signed). 64 bits leave a chance of about 10^-8 that two of
+// the 600,000 notices expiring in one minute at 10,000 a second share one.
+func fingerprint(n notice) string {
+	h := sha256.New()
+	h.Write([]byte(n.event))
+	h.Write([]byte{0})
+	h.Write([]byte(n.cid))
+	h.Write([]byte{0})
+	h.Write([]byte(n.eid))
+	return string(h.Sum(nil)[:8])
 }
 
 // commitGroup is the most appends one committer sends before its WAIT.
@@ -212,18 +300,21 @@ func (j *Journal) Replicate(ctx context.Context, n int, timeout time.Duration) {
 	}
 }
 
-func (j *Journal) appendReplicated(ctx context.Context, p int, cmd rueidis.Completed) error {
-	a := replicatedAppend{ctx: ctx, cmd: cmd, done: make(chan error, 1)}
+func (j *Journal) appendReplicated(ctx context.Context, p int, cmd rueidis.Completed) rueidis.RedisResult {
+	a := replicatedAppend{ctx: ctx, cmd: cmd, done: make(chan appendResult, 1)}
 	select {
 	case j.queues[p] <- a:
 	case <-ctx.Done():
-		return ctx.Err()
+		return rueidis.NewErrorResult(ctx.Err())
 	}
 	select {
-	case err := <-a.done:
-		return err
+	case r := <-a.done:
+		if r.err != nil {
+			return rueidis.NewErrorResult(r.err)
+		}
+		return r.res
 	case <-ctx.Done():
-		return ctx.Err()
+		return rueidis.NewErrorResult(ctx.Err())
 	}
 }
 
@@ -283,7 +374,7 @@ func (j *Journal) commitGroup(ctx context.Context, group []replicatedAppend) {
 			if err == nil {
 				err = werr
 			}
-			a.done <- err
+			a.done <- appendResult{res: rs[i], err: err}
 		}
 		return nil
 	})

@@ -290,3 +290,72 @@ func TestReplicatedAppendsWaitForAReplica(t *testing.T) {
 		t.Errorf("replica holds %d entries, want the 300, the frozen and unwaited ones, and the last", n)
 	}
 }
+
+// A signed notice is taken once while its URL is valid: sent again, even
+// after Redis lost its scripts, it is errDuplicate and nothing is
+// appended; its record goes after its URL's expiry minute. A notice of
+// another event with the same event id is another notice.
+func TestJournalTakesASignedNoticeOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	j, c := newTestJournalOn(t, srv, 4, 10_000)
+	n := testNotice("req-1:1")
+	n.exp = time.Now().Add(10 * time.Minute)
+	if err := j.Append(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Append(ctx, n); !errors.Is(err, errDuplicate) {
+		t.Fatalf("the same signed notice again: %v, want errDuplicate", err)
+	}
+	srv.OnMasters(t, "SCRIPT", "FLUSH")
+	if err := j.Append(ctx, n); !errors.Is(err, errDuplicate) {
+		t.Fatalf("the same signed notice after SCRIPT FLUSH: %v, want errDuplicate", err)
+	}
+	imp := n
+	imp.event = "imp"
+	if err := j.Append(ctx, imp); err != nil {
+		t.Fatalf("the same event id for another event: %v", err)
+	}
+	var total int64
+	for p := range j.keys {
+		total += xlen(t, c, j.keys[p])
+	}
+	if total != 2 {
+		t.Errorf("the journal holds %d entries, want 2", total)
+	}
+	keys := srv.Keys(t, "seen:*")
+	if len(keys) == 0 {
+		t.Fatal("no seen:* record")
+	}
+	for _, k := range keys {
+		ttl, err := c.Do(ctx, c.B().Ttl().Key(k).Build()).AsInt64()
+		if err != nil || ttl <= 0 || ttl > int64(time.Until(n.exp)/time.Second)+2*60 {
+			t.Errorf("%s: TTL %d (%v), want it to go within two minutes of the URL's exp", k, ttl, err)
+		}
+	}
+
+	// Replicated appends (EVAL in a group commit) decide alike.
+	key := journalKey(0)
+	replicaFor(t, srv, key)
+	rj, _ := newTestJournalOn(t, srv, 1, 10_000)
+	rctx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	rj.Replicate(rctx, 1, time.Second)
+	r := testNotice("req-2:1")
+	r.exp = time.Now().Add(time.Minute)
+	if err := rj.Append(ctx, r); err != nil {
+		t.Fatalf("replicated signed append: %v", err)
+	}
+	if err := rj.Append(ctx, r); !errors.Is(err, errDuplicate) {
+		t.Fatalf("replicated signed append again: %v, want errDuplicate", err)
+	}
+}
+
+func xlen(t *testing.T, c rueidis.Client, key string) int64 {
+	t.Helper()
+	n, err := c.Do(context.Background(), c.B().Xlen().Key(key).Build()).AsInt64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -100,7 +100,7 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	d := deps{log: log, settings: s, campaigns: campaigns, journal: journal, schema: schema, metrics: fwd.metrics, draining: &atomic.Bool{}, registry: reg,
 		httpMetrics: httpmetrics.New(reg, "callback")}
 	if s.Keys != nil {
-		d.verifier = &signing.Verifier{Keys: s.Keys, MaxAge: s.MaxNoticeAge, Now: time.Now}
+		d.verifier = &signing.Verifier{Keys: s.Keys, MaxAge: s.NoticeAges, AcceptV1: s.AcceptV1, Now: time.Now}
 		log.Info("notices must be signed", "keys", slices.Sorted(maps.Keys(s.Keys)), "unknown_campaigns", map[bool]string{true: "refuse", false: "count"}[s.RefuseUnknown])
 	} else {
 		log.Warn("CALLBACK_SIGNING_KEYS is not set: notices are UNAUTHENTICATED, anyone who can reach the public port can count for any campaign; set signing keys before exposing it")

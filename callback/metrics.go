@@ -24,6 +24,7 @@ type metrics struct {
 	released         prometheus.Counter
 	sigFailures      *prometheus.CounterVec
 	batchRefused     *prometheus.CounterVec
+	duplicates       *prometheus.CounterVec
 	droppedDims      *prometheus.CounterVec
 }
 
@@ -61,8 +62,11 @@ func newMetrics(reg prometheus.Registerer, journal *Journal) *metrics {
 			Name: "freqcap_callback_journal_released_total", Help: "Notices still undelivered after CALLBACK_RETRY_FOR, left in the journal for the next claim.",
 		}),
 		sigFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "freqcap_callback_signature_failures_total", Help: "Notices refused for their signature, by reason (missing, malformed, unknown_kid, bad_sig, expired, exp_too_far).",
+			Name: "freqcap_callback_signature_failures_total", Help: "Notices refused for their signature, by reason (missing, malformed, unknown_kid, bad_sig, expired, exp_too_far, v1_refused).",
 		}, []string{"reason"}),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "freqcap_callback_notices_duplicate_total", Help: "Signed notices sent again while their URL was valid (an exchange's retry, or a replay): answered as the first time, not counted again, by event.",
+		}, []string{"event"}),
 		batchRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "freqcap_callback_forward_refused_total", Help: "Counter requests refused as a whole (a configuration or transport problem: credentials, batch size, address), by HTTP status; their notices are sent again, never dropped. Alert on any.",
 		}, []string{"status"}),
@@ -70,11 +74,11 @@ func newMetrics(reg prometheus.Registerer, journal *Journal) *metrics {
 			Name: "freqcap_callback_dropped_dimensions_total", Help: "Dimensions of accepted notices left out because the counter no longer counts them, by dimension; the notice's other dimensions are counted.",
 		}, []string{"dim"}),
 	}
-	for _, reason := range []string{signing.Missing, signing.Malformed, signing.UnknownKid, signing.BadSig, signing.Expired, signing.TooFar} {
+	for _, reason := range []string{signing.Missing, signing.Malformed, signing.UnknownKid, signing.BadSig, signing.Expired, signing.TooFar, signing.Version1} {
 		m.sigFailures.WithLabelValues(reason)
 	}
 	reg.MustRegister(m.received, m.accepted, m.rejected, m.forwarded, m.dropped, m.retries, m.forwardDuration, m.unknownCampaigns,
-		m.claimed, m.released, m.sigFailures, m.batchRefused, m.droppedDims, &journalCollector{j: journal})
+		m.claimed, m.released, m.sigFailures, m.batchRefused, m.droppedDims, m.duplicates, &journalCollector{j: journal})
 	return m
 }
 

@@ -139,9 +139,10 @@ func handleNotice(d deps, event string, asPixel bool) http.Handler {
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxNoticeBody)
 		var form url.Values
+		var exp time.Time
 		if d.verifier != nil {
 			// Only what the bidder signed counts: the query before sig.
-			signed, err := d.verifier.Verify(r.URL.RawQuery)
+			signed, err := d.verifier.Verify(event, r.URL.RawQuery)
 			if err != nil {
 				var se *signing.Error
 				errors.As(err, &se)
@@ -150,9 +151,13 @@ func handleNotice(d deps, event string, asPixel bool) http.Handler {
 				httpjson.Write(w, http.StatusForbidden, httpjson.Body{Code: apierr.InvalidArgument, Msg: err.Error()})
 				return
 			}
-			signed.Del("kid")
-			signed.Del("exp")
-			form = signed
+			if signed.Params.Get("eid") == "" {
+				// The event id is what makes a signed URL count once.
+				m.rejected.WithLabelValues(event, "invalid").Inc()
+				httpjson.Error(w, r, log, apierr.Invalid("eid is required on a signed notice, and must be signed (before sig)"))
+				return
+			}
+			form, exp = signed.Params, signed.Exp
 		} else {
 			if err := r.ParseForm(); err != nil {
 				var tooBig *http.MaxBytesError
@@ -179,6 +184,7 @@ func handleNotice(d deps, event string, asPixel bool) http.Handler {
 			httpjson.Error(w, r, log, rej.err)
 			return
 		}
+		n.exp = exp
 		if d.settings.RefuseUnknown {
 			// Through client-side caching: a known campaign costs no round trip.
 			ctx, cancel := context.WithTimeout(r.Context(), timeout)
@@ -205,6 +211,9 @@ func handleNotice(d deps, event string, asPixel bool) http.Handler {
 		err := journal.Append(ctx, n)
 		cancel()
 		switch {
+		case errors.Is(err, errDuplicate):
+			// Taken before: answered as then, counted once.
+			m.duplicates.WithLabelValues(event).Inc()
 		case errors.Is(err, errJournalFull):
 			m.rejected.WithLabelValues(event, "journal_full").Inc()
 			full.Do(func() { log.Warn("journal full: refusing notices with 503 until the counter catches up") })
@@ -221,7 +230,9 @@ func handleNotice(d deps, event string, asPixel bool) http.Handler {
 			unavailable(w, "journal unavailable, send again")
 			return
 		}
-		accepted.Inc()
+		if err == nil {
+			accepted.Inc()
+		}
 		if !asPixel {
 			w.WriteHeader(http.StatusNoContent)
 			return

@@ -434,7 +434,8 @@ type NoticeSigner struct {
 	KeyID       string // the kid of Secret in CALLBACK_SIGNING_KEYS
 	Secret      []byte
 	// TTL is how long the URLs stay valid (their exp), at most callback's
-	// CALLBACK_MAX_NOTICE_AGE; 0 is 24h.
+	// CALLBACK_MAX_NOTICE_AGE for each event; 0 is DefaultNoticeTTL's.
+	// callback takes each signed notice once until its exp.
 	TTL time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -452,12 +453,9 @@ func (s NoticeSigner) URLs(cid string, ids Identities, requestID, impID string) 
 	if s.KeyID == "" || len(s.Secret) == 0 {
 		return Notices{}, fmt.Errorf("freqcap client: NoticeSigner needs KeyID and Secret")
 	}
-	now, ttl := time.Now, s.TTL
+	now := time.Now
 	if s.Now != nil {
 		now = s.Now
-	}
-	if ttl <= 0 {
-		ttl = 24 * time.Hour
 	}
 	ps := []signing.Param{{Name: "cid", Value: cid}, {Name: "eid", Value: requestID + ":" + impID}}
 	for d, id := range ids {
@@ -465,7 +463,20 @@ func (s NoticeSigner) URLs(cid string, ids Identities, requestID, impID string) 
 			ps = append(ps, signing.Param{Name: d, Value: id})
 		}
 	}
-	query := "?" + signing.SignQuery(s.KeyID, s.Secret, now().Add(ttl), ps)
 	base := strings.TrimRight(s.CallbackURL, "/")
-	return Notices{Win: base + "/win" + query, Billing: base + "/billing" + query, Imp: base + "/imp" + query}, nil
+	// Each URL is signed for its own event: a pixel URL counts no win.
+	url := func(event string) string {
+		ttl := s.TTL
+		if ttl <= 0 {
+			ttl = DefaultNoticeTTL[event]
+		}
+		return base + "/" + event + "?" + signing.SignQuery(s.KeyID, s.Secret, now().Add(ttl), event, ps)
+	}
+	return Notices{Win: url("win"), Billing: url("billing"), Imp: url("imp")}, nil
 }
+
+// DefaultNoticeTTL is how long NoticeSigner's URLs stay valid by event,
+// callback's default CALLBACK_MAX_NOTICE_AGE: a win notice (nurl) comes
+// at the auction's end, billing and impressions when the ad shows, which
+// for a cached app ad may be hours later.
+var DefaultNoticeTTL = map[string]time.Duration{"win": 30 * time.Minute, "billing": 4 * time.Hour, "imp": 4 * time.Hour}

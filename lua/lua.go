@@ -1,4 +1,5 @@
-// Package lua holds the Redis scripts of freqcap, one per kind of counter.
+// Package lua holds the Redis scripts of freqcap: one per kind of counter,
+// and callback's journal append.
 // Each .lua file starts with a comment that documents its KEYS, ARGV and
 // return value.
 //
@@ -47,6 +48,13 @@ var (
 	//go:embed unpace.lua
 	unpace string
 )
+
+// Append writes a signed notice to callback's journal unless a notice
+// with the same fingerprint was taken while its URL is valid.
+var Append = writes + appendNotice
+
+//go:embed append.lua
+var appendNotice string
 
 // Limit checks a hit against one or more rate limits (seed 004) all or
 // nothing: limit.lua with every kind's function before it. A kind is one

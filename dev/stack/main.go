@@ -343,7 +343,7 @@ func waitHealthy(ctx context.Context, c *child, url string) error {
 }
 
 func printTry(out io.Writer, a addrs) {
-	signer := client.NoticeSigner{CallbackURL: "http://" + a.callback, KeyID: devKeyID, Secret: []byte(devSecret), TTL: time.Hour}
+	signer := client.NoticeSigner{CallbackURL: "http://" + a.callback, KeyID: devKeyID, Secret: []byte(devSecret)}
 	n, err := signer.URLs("42", client.Identities{"device": "abc", "bundle": "com.foo", "tagid": "7"}, "auction-1", "imp-1")
 	if err != nil {
 		panic(err) // the arguments above are constants

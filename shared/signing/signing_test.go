@@ -42,24 +42,56 @@ func TestREADMETestVector(t *testing.T) {
 		t.Fatalf("README's URL carries sig %s, its sig line says %s", got, sig)
 	}
 	exp := time.Unix(1796313600, 0)
-	v := &Verifier{Keys: keys, MaxAge: 24 * time.Hour, Now: func() time.Time { return exp.Add(-time.Hour) }}
-	signed, err := v.Verify(u.RawQuery)
+	v := &Verifier{Keys: keys, MaxAge: map[string]time.Duration{"": 24 * time.Hour}, Now: func() time.Time { return exp.Add(-time.Hour) }}
+	got, err := v.Verify("win", u.RawQuery)
 	if err != nil {
 		t.Fatalf("README's vector does not verify: %v", err)
 	}
-	if signed.Get("eid") != "req-1:imp-1" || signed.Has("price") {
-		t.Errorf("signed parameters %v: want eid req-1:imp-1 and no price (it stands after sig)", signed)
+	signed := got.Params
+	if signed.Get("eid") != "req-1:imp-1" || signed.Has("price") || got.Version != 2 || !got.Exp.Equal(exp) {
+		t.Errorf("signed %+v: want eid req-1:imp-1, no price (it stands after sig), version 2, exp %v", got, exp)
+	}
+	// The URL signed for /win counts for no other event.
+	for _, event := range []string{"imp", "billing"} {
+		var se *Error
+		if _, err := v.Verify(event, u.RawQuery); !errors.As(err, &se) || se.Reason != BadSig {
+			t.Errorf("README's /win URL sent to /%s: %v, want %s", event, err, BadSig)
+		}
 	}
 	// The same parameters signed here give README's signature.
 	var ps []Param
 	for name, vs := range signed {
-		if name != "kid" && name != "exp" {
-			ps = append(ps, Param{name, vs[0]})
-		}
+		ps = append(ps, Param{name, vs[0]})
 	}
-	q := SignQuery("k1", keys["k1"], exp, ps)
+	q := SignQuery("k1", keys["k1"], exp, "win", ps)
 	if !strings.HasSuffix(q, "&sig="+sig) {
 		t.Errorf("SignQuery = %s, want sig %s", q, sig)
+	}
+}
+
+// Version 1 (no v, the event not signed) is taken only with AcceptV1:
+// the vector below is the one README gave before version 2.
+func TestVersion1OnlyWhenAccepted(t *testing.T) {
+	const v1 = "cid=42&device=6f1c2a9e-8a3b&bundle=com.example.app&eid=req-1%3Aimp-1&kid=k1&exp=1796313600&sig=2b968790c6ee41d77199af737c2a8f111ecba6a2e1fb2b0e4e569427c2d2b241"
+	keys, err := ParseKeys("k1:ZnJlcWNhcC10ZXN0LXZlY3Rvci1rZXk=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := func() time.Time { return time.Unix(1796313600-3600, 0) }
+	v := &Verifier{Keys: keys, MaxAge: map[string]time.Duration{"": 24 * time.Hour}, Now: now}
+	var se *Error
+	if _, err := v.Verify("win", v1); !errors.As(err, &se) || se.Reason != Version1 {
+		t.Errorf("a version 1 URL without AcceptV1: %v, want %s", err, Version1)
+	}
+	v.AcceptV1 = true
+	for _, event := range []string{"win", "imp"} {
+		got, err := v.Verify(event, v1)
+		if err != nil || got.Version != 1 || got.Params.Get("cid") != "42" {
+			t.Errorf("a version 1 URL with AcceptV1 on /%s: %+v %v", event, got, err)
+		}
+	}
+	if _, err := v.Verify("win", strings.Replace(v1, "&kid=", "&v=3&kid=", 1)); !errors.As(err, &se) || se.Reason != Malformed {
+		t.Errorf("v=3: %v, want %s", err, Malformed)
 	}
 }
 
@@ -67,30 +99,33 @@ func TestVerifyRefusesWithAReason(t *testing.T) {
 	secret := []byte("0123456789abcdef0123")
 	keys := Keys{"k1": secret, "k2": []byte("another secret of 16+ bytes")}
 	now := time.Unix(1_800_000_000, 0)
-	v := &Verifier{Keys: keys, MaxAge: 24 * time.Hour, Now: func() time.Time { return now }}
-	good := SignQuery("k1", secret, now.Add(time.Hour), []Param{{"cid", "42"}, {"device", "a b/ü"}, {"eid", "r:1"}})
-	if _, err := v.Verify(good + "&price=${AUCTION_PRICE}&cid=99"); err != nil {
+	v := &Verifier{Keys: keys, MaxAge: map[string]time.Duration{"": 24 * time.Hour}, Now: func() time.Time { return now }}
+	good := SignQuery("k1", secret, now.Add(time.Hour), "win", []Param{{"cid", "42"}, {"device", "a b/ü"}, {"eid", "r:1"}})
+	if _, err := v.Verify("win", good+"&price=${AUCTION_PRICE}&cid=99"); err != nil {
 		t.Fatalf("a signed URL with parameters appended after sig: %v", err)
 	}
-	signed, _ := v.Verify(good + "&cid=99")
-	if signed["cid"][0] != "42" || len(signed["cid"]) != 1 {
-		t.Errorf("a cid after sig changed the signed cid: %v", signed)
+	got, _ := v.Verify("win", good+"&cid=99")
+	if signed := got.Params; signed["cid"][0] != "42" || len(signed["cid"]) != 1 {
+		t.Errorf("a cid after sig changed the signed cid: %v", got.Params)
 	}
 	for name, tt := range map[string]struct{ query, reason string }{
 		"no sig":         {strings.Split(good, "&sig=")[0], Missing},
-		"no kid":         {SignQuery("", secret, now.Add(time.Hour), []Param{{"cid", "42"}}), Missing},
-		"unknown kid":    {SignQuery("k9", secret, now.Add(time.Hour), []Param{{"cid", "42"}}), UnknownKid},
-		"other key":      {SignQuery("k2", secret, now.Add(time.Hour), []Param{{"cid", "42"}}), BadSig},
+		"no kid":         {SignQuery("", secret, now.Add(time.Hour), "win", []Param{{"cid", "42"}}), Missing},
+		"unknown kid":    {SignQuery("k9", secret, now.Add(time.Hour), "win", []Param{{"cid", "42"}}), UnknownKid},
+		"other key":      {SignQuery("k2", secret, now.Add(time.Hour), "win", []Param{{"cid", "42"}}), BadSig},
 		"tampered value": {strings.Replace(good, "cid=42", "cid=43", 1), BadSig},
 		"added before":   {"cid=7&" + good, BadSig},
-		"expired":        {SignQuery("k1", secret, now.Add(-time.Second), []Param{{"cid", "42"}}), Expired},
-		"exp now":        {SignQuery("k1", secret, now, []Param{{"cid", "42"}}), Expired},
-		"too far":        {SignQuery("k1", secret, now.Add(25*time.Hour), []Param{{"cid", "42"}}), TooFar},
+		"expired":        {SignQuery("k1", secret, now.Add(-time.Second), "win", []Param{{"cid", "42"}}), Expired},
+		"exp now":        {SignQuery("k1", secret, now, "win", []Param{{"cid", "42"}}), Expired},
+		"too far":        {SignQuery("k1", secret, now.Add(25*time.Hour), "win", []Param{{"cid", "42"}}), TooFar},
 		"bad escape":     {"cid=4%zz&" + good, Malformed},
-		"exp not a time": {"cid=42&kid=k1&exp=soon&sig=" + Sum(secret, "cid=42&exp=soon&kid=k1"), Malformed},
+		"exp not a time": {"cid=42&v=2&kid=k1&exp=soon&sig=" + Sum(secret, "win\ncid=42&exp=soon&kid=k1&v=2"), Malformed},
+		"other event":    {SignQuery("k1", secret, now.Add(time.Hour), "imp", []Param{{"cid", "42"}}), BadSig},
+		"version 1":      {"cid=42&kid=k1&exp=1800003600&sig=" + Sum(secret, "cid=42&exp=1800003600&kid=k1"), Version1},
+		"v twice":        {"v=2&" + good, Malformed},
 		"kid twice":      {"kid=k1&" + good, Malformed},
 	} {
-		_, err := v.Verify(tt.query)
+		_, err := v.Verify("win", tt.query)
 		var se *Error
 		if !errors.As(err, &se) || se.Reason != tt.reason {
 			t.Errorf("%s (%s): %v, want reason %s", name, tt.query, err, tt.reason)
@@ -121,19 +156,19 @@ func TestEncodeIsRFC3986(t *testing.T) {
 func FuzzVerify(f *testing.F) {
 	secret := []byte("0123456789abcdef")
 	now := time.Unix(1_800_000_000, 0)
-	f.Add(SignQuery("k1", secret, now.Add(time.Hour), []Param{{"cid", "42"}, {"device", "d"}}))
+	f.Add(SignQuery("k1", secret, now.Add(time.Hour), "win", []Param{{"cid", "42"}, {"device", "d"}}))
 	f.Add("cid=42&sig=00&kid=k1")
 	f.Add("%zz=1&sig=")
-	f.Add("kid=k1&exp=1800003600&sig=" + Sum(secret, "exp=1800003600&kid=k1") + "&x=${Y}")
-	v := &Verifier{Keys: Keys{"k1": secret}, MaxAge: 24 * time.Hour, Now: func() time.Time { return now }}
+	f.Add("v=2&kid=k1&exp=1800003600&sig=" + Sum(secret, "win\nexp=1800003600&kid=k1&v=2") + "&x=${Y}")
+	v := &Verifier{Keys: Keys{"k1": secret}, MaxAge: map[string]time.Duration{"": 24 * time.Hour}, Now: func() time.Time { return now }}
 	f.Fuzz(func(t *testing.T, q string) {
-		signed, err := v.Verify(q)
+		got, err := v.Verify("win", q)
 		var se *Error
 		if err != nil && !errors.As(err, &se) {
 			t.Fatalf("%q: an error without a reason: %v", q, err)
 		}
-		if err == nil && (signed.Get("kid") != "k1" || signed.Has("sig")) {
-			t.Fatalf("%q verified with %v", q, signed)
+		if err == nil && (got.KeyID != "k1" || got.Params.Has("sig") || got.Params.Has("kid") || got.Version != 2) {
+			t.Fatalf("%q verified with %+v", q, got)
 		}
 	})
 }
