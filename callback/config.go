@@ -42,6 +42,7 @@ type Config struct {
 	RetryInitial    time.Duration `env:"CALLBACK_RETRY_INITIAL" envDefault:"50ms" help:"first backoff between attempts (doubling, with jitter)"`
 	RetryMax        time.Duration `env:"CALLBACK_RETRY_MAX" envDefault:"5s" help:"longest backoff between attempts"`
 	RetryFor        time.Duration `env:"CALLBACK_RETRY_FOR" envDefault:"5m" help:"how long a batch is retried before it is left for the next claim; at most half COUNTER_DEDUPE_TTL"`
+	DeadLetterAfter int           `env:"CALLBACK_DEAD_LETTER_AFTER" envDefault:"20" help:"answers in which the counter wrote other notices but not this one before it goes to the dead-letter stream (one Redis refuses outright goes at once)"`
 	DrainTimeout    time.Duration `env:"CALLBACK_DRAIN_TIMEOUT" envDefault:"30s" help:"how long SIGTERM lets the deliveries under way finish"`
 	ShutdownTimeout time.Duration `env:"CALLBACK_SHUTDOWN_TIMEOUT" envDefault:"5s" help:"how long SIGTERM waits for in-flight requests"`
 	Log             logging.Settings
@@ -111,6 +112,8 @@ func loadSettings(environ []string) (Settings, error) {
 		return s, fmt.Errorf("CALLBACK_JOURNAL_MAX: must be at least CALLBACK_JOURNAL_PARTITIONS (%d), got %d", cfg.Partitions, cfg.JournalMax)
 	case cfg.JournalReplicas < 0 || cfg.JournalReplicas > 16:
 		return s, fmt.Errorf("CALLBACK_JOURNAL_REPLICAS: must be between 0 and 16, got %d", cfg.JournalReplicas)
+	case cfg.DeadLetterAfter < 1:
+		return s, fmt.Errorf("CALLBACK_DEAD_LETTER_AFTER: must be at least 1, got %d", cfg.DeadLetterAfter)
 	case cfg.Workers < 1:
 		return s, fmt.Errorf("CALLBACK_WORKERS: must be at least 1, got %d", cfg.Workers)
 	case cfg.BatchSize < 1 || cfg.BatchSize > 1000:

@@ -519,6 +519,54 @@ func TestAFullRedisRefusesNotices(t *testing.T) {
 	s.waitKey("freq:{win:device:full:dev}", 201, 0)
 }
 
+// A notice whose key Redis refuses (a key of another type written over a
+// counter's, here by hand) no longer blocks its partition: it moves to
+// the dead-letter stream with its error, the partition goes on and every
+// good notice is taken and counted; once the key is mended, the admin API
+// replays it and it counts once.
+func TestAPoisonNoticeGoesToTheDeadLetters(t *testing.T) {
+	s := startStack(t, "CALLBACK_JOURNAL_PARTITIONS=1", "CALLBACK_JOURNAL_MAX=300")
+	ctx := context.Background()
+	if err := s.rc.Do(ctx, s.rc.B().Set().Key("dedup:{win:device:pp:bad}").Value("x").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	pub, admin := "http://"+s.public, "http://"+s.admin
+	if code, _, body := s.do("GET", pub+"/win?cid=pp&device=bad&eid=poison-1", ""); code != 204 {
+		t.Fatalf("the poison notice: %d %s", code, body)
+	}
+	if refused := send(t, 1500, func(i int) string { return fmt.Sprintf("%s/win?cid=pp&device=good&eid=good-%d", pub, i) }, nil); refused > 0 {
+		t.Logf("%d answers 503 while the counter caught up", refused)
+	}
+	s.waitKey("freq:{win:device:pp:good}", 1500, 30*time.Second)
+	s.waitMetric("freqcap_callback_dead_lettered_total 1", 10*time.Second)
+	s.waitMetric("freqcap_callback_journal_dead_letters 1", 10*time.Second)
+	code, _, body := s.do("GET", admin+"/v1/deadletters", "")
+	var page struct {
+		DeadLetters []struct{ ID, EID, Error string } `json:"deadLetters"`
+		Total       int                               `json:"total"`
+	}
+	if err := json.Unmarshal([]byte(body), &page); err != nil || code != 200 || page.Total != 1 || len(page.DeadLetters) != 1 ||
+		page.DeadLetters[0].EID != "poison-1" || !strings.Contains(page.DeadLetters[0].Error, "WRONGTYPE") {
+		t.Fatalf("GET /v1/deadletters: %d %s (%v)", code, body, err)
+	}
+	if code, _, body := s.do("GET", admin+"/v1/deadletters?limit=1&limt=2", ""); code != 400 || !strings.Contains(body, "limt") {
+		t.Errorf("an unknown parameter: %d %s, want 400 naming it", code, body)
+	}
+	if err := s.rc.Do(ctx, s.rc.B().Del().Key("dedup:{win:device:pp:bad}").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if code, _, body := s.do("POST", admin+"/v1/deadletters/replay?id="+page.DeadLetters[0].ID, ""); code != 200 {
+			t.Fatalf("replay: %d %s", code, body)
+		}
+	}
+	s.waitKey("freq:{win:device:pp:bad}", 1, 10*time.Second)
+	s.waitMetric("freqcap_callback_journal_dead_letters 0", 10*time.Second)
+	if code, _, body := s.do("DELETE", admin+"/v1/deadletters/"+page.DeadLetters[0].ID, ""); code != 404 {
+		t.Errorf("DELETE of a replayed dead letter: %d %s, want 404", code, body)
+	}
+}
+
 // TestAcknowledgedNoticesSurviveSIGKILL: with the counter down, 5,000
 // notices (half without an eid) are acknowledged; callback is killed with
 // SIGKILL and started again, the counter comes back: exactly 5,000 are

@@ -80,6 +80,7 @@ type Forwarder struct {
 	retryLog   rate.Sometimes
 	clampLog   rate.Sometimes
 	refusedLog rate.Sometimes
+	deadLog    rate.Sometimes
 }
 
 func newForwarder(s Settings, journal *Journal, schema *Schema, campaigns *Campaigns, log *slog.Logger) *Forwarder {
@@ -109,6 +110,7 @@ func newForwarder(s Settings, journal *Journal, schema *Schema, campaigns *Campa
 		retryLog:   rate.Sometimes{Interval: 5 * time.Second},
 		clampLog:   rate.Sometimes{Interval: time.Minute},
 		refusedLog: rate.Sometimes{Interval: 5 * time.Second},
+		deadLog:    rate.Sometimes{Interval: time.Second},
 	}
 }
 
@@ -356,6 +358,11 @@ func (f *Forwarder) deliver(batch []entry) {
 			f.ackAll(out.done)
 			again, againItems = append(again, out.again...), append(againItems, out.againItems...)
 			rejected = append(rejected, out.rejected...)
+			if kept := f.bury(out.dead); len(kept) > 0 {
+				// Not buried (Redis failed): they stay, and go again.
+				again = append(again, kept...)
+				againItems = append(againItems, f.items(sch, kept)...)
+			}
 		}
 		if failed != nil {
 			// Refused as a whole: the counter's settings may have changed.
@@ -404,6 +411,34 @@ func (f *Forwarder) refused(err *refusedError, n int) {
 		f.log.Error("counter refused a whole request: its notices stay in the journal and are sent again; check COUNTER_URL, COUNTER_TOKEN and the counter's limits",
 			"notices", n, "status", err.status, "err", err)
 	})
+}
+
+// bury moves entries no retry will write to the dead-letter stream, with
+// a metric and a log line, and acknowledges them: their partition goes
+// on. It returns the entries it could not move.
+func (f *Forwarder) bury(dead []rejectedItem) []entry {
+	if len(dead) == 0 {
+		return nil
+	}
+	es, why := make([]entry, len(dead)), make([]string, len(dead))
+	for i, d := range dead {
+		es[i], why[i] = d.e, d.msg
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, f.s.ForwardTimeout)
+	defer cancel()
+	if err := f.journal.Bury(ctx, es, why); err != nil {
+		f.retryLog.Do(func() {
+			f.log.Warn("dead-letter stream unwritable: the notices stay in the journal", "count", len(es), "err", err)
+		})
+		return es
+	}
+	f.metrics.deadLettered.Add(float64(len(es)))
+	f.deadLog.Do(func() {
+		f.log.Error("notices moved to the dead-letter stream "+deadKey+": the counter cannot write them; list and replay them on the admin API (/v1/deadletters)",
+			"count", len(es), "cid", dead[0].e.n.cid, "eid", dead[0].e.n.eid, "err", dead[0].msg)
+	})
+	f.ackAll(es)
+	return nil
 }
 
 // rejectedItem is a notice the counter refused (10003), with its answer.
@@ -572,11 +607,14 @@ func (f *Forwarder) drop(e entry, reason string, err error) {
 // POST /v1/incr/batch (counting.BatchResponse): each item's outcome, not
 // its counts.
 type writeAnswers struct {
-	Results []struct {
-		Code      int    `json:"code"`
-		Msg       string `json:"msg"`
-		Duplicate bool   `json:"duplicate"`
-	} `json:"results"`
+	Results []itemAnswer `json:"results"`
+}
+
+// itemAnswer is one item's outcome.
+type itemAnswer struct {
+	Code      int    `json:"code"`
+	Msg       string `json:"msg"`
+	Duplicate bool   `json:"duplicate"`
 }
 
 // attemptResult sorts a batch's answers: entries done (counted, or
@@ -587,6 +625,7 @@ type attemptResult struct {
 	again      []entry
 	againItems []counting.BatchItem
 	rejected   []rejectedItem
+	dead       []rejectedItem // for the dead-letter stream
 }
 
 // refusedError is a counter request refused as a whole (4xx): a matter of
@@ -635,8 +674,21 @@ func (f *Forwarder) attempt(batch []entry, items []counting.BatchItem) (attemptR
 		return attemptResult{}, fmt.Errorf("counter answer of %d results for %d items: %v", len(a.Results), len(batch), err)
 	}
 	var out attemptResult
+	written := slices.ContainsFunc(a.Results, func(r itemAnswer) bool { return r.Code == 0 })
 	for i, r := range a.Results {
 		e := batch[i]
+		switch {
+		case r.Code == apierr.Internal:
+			// Redis refused the item itself (a key of the wrong type):
+			// retrying would block its partition for good.
+			out.dead = append(out.dead, rejectedItem{e: e, msg: r.Msg})
+			continue
+		case r.Code != 0 && r.Code != apierr.InvalidArgument && written:
+			if e.fails++; e.fails >= f.s.DeadLetterAfter {
+				out.dead = append(out.dead, rejectedItem{e: e, msg: fmt.Sprintf("not written in %d answers that wrote others: %s", e.fails, r.Msg)})
+				continue
+			}
+		}
 		switch {
 		case r.Code == 0:
 			f.metrics.forwardDuration.Observe(time.Since(e.n.accepted).Seconds())

@@ -67,6 +67,9 @@ type entry struct {
 	id   string
 	n    notice
 	bad  error // the entry could not be decoded
+	// fails counts the answers in which the counter could not write this
+	// entry while it wrote others (so Redis and the counter were up).
+	fails int
 }
 
 // journalGroup is the consumer group every callback instance reads in.
@@ -394,6 +397,8 @@ func decode(p int, e rueidis.XRangeEntry) entry {
 			n.cid = v
 		case "I":
 			n.eid = v
+		case deadError, deadFrom:
+			// A dead letter's own fields (dimension names are lower case).
 		default:
 			n.dims[f] = v
 		}
@@ -624,6 +629,7 @@ type journalStats struct {
 	undelivered int64         // entries in the streams
 	pending     int64         // read by an instance, not yet acknowledged
 	lag         time.Duration // age of the oldest undelivered entry
+	dead        int64         // entries in the dead-letter stream
 }
 
 // Stats reads the length, pending count and oldest entry of every
@@ -636,9 +642,16 @@ func (j *Journal) Stats(ctx context.Context) (journalStats, error) {
 			j.rdb.B().Xpending().Key(k).Group(j.group).Build(),
 			j.rdb.B().Xrange().Key(k).Start("-").End("+").Count(1).Build())
 	}
+	cmds = append(cmds, j.rdb.B().Xlen().Key(deadKey).Build())
 	var st journalStats
 	now := time.Now()
 	res := j.rdb.DoMulti(ctx, cmds...)
+	dead, err := res[len(res)-1].AsInt64()
+	if err != nil {
+		return st, err
+	}
+	st.dead = dead
+	res = res[:len(res)-1]
 	for i := 0; i < len(res); i += 3 {
 		n, err := res[i].AsInt64()
 		if err != nil {
@@ -687,4 +700,117 @@ func (j *Journal) Forget(ctx context.Context, idle time.Duration) (int, error) {
 		}
 	}
 	return forgotten, nil
+}
+
+// deadKey is the dead-letter stream: notices the counter could not count
+// and a retry would not mend (Redis refused their keys, say), moved out of
+// their partitions so the partitions go on. An operator lists them, mends
+// the cause and replays them (the admin API).
+const deadKey = "notices:{dead}"
+
+// A dead letter's fields beside the notice's: why it was moved, and the
+// partition entry it came from.
+const (
+	deadError = "X"
+	deadFrom  = "F"
+)
+
+// Bury moves entries to the dead-letter stream, each with its reason (one
+// round trip); the caller acknowledges the originals once it returns nil.
+// An entry buried but not acknowledged (callback died in between) is
+// delivered again and may be buried twice; a replay of both counts once
+// while the counter remembers its event id.
+func (j *Journal) Bury(ctx context.Context, es []entry, why []string) error {
+	cmds := make(rueidis.Commands, len(es))
+	for i, e := range es {
+		fv := j.rdb.B().Xadd().Key(deadKey).Id("*").FieldValue().FieldValue("E", e.n.event).FieldValue("C", e.n.cid).FieldValue("I", e.n.eid)
+		for d, v := range e.n.dims {
+			fv = fv.FieldValue(d, v)
+		}
+		cmds[i] = fv.FieldValue(deadError, why[i]).FieldValue(deadFrom, j.keys[e.part]+" "+e.id).Build()
+	}
+	for _, r := range j.rdb.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deadLetter is one entry of the dead-letter stream.
+type deadLetter struct {
+	ID    string            `json:"id"`
+	Event string            `json:"event"`
+	CID   string            `json:"cid"`
+	EID   string            `json:"eid"`
+	Dims  map[string]string `json:"dims"`
+	Error string            `json:"error"`
+	From  string            `json:"from"`
+}
+
+// DeadLetters lists up to count dead letters after the id after ("" from
+// the first), oldest first, and how many the stream holds.
+func (j *Journal) DeadLetters(ctx context.Context, after string, count int) ([]deadLetter, int64, error) {
+	start := "-"
+	if after != "" {
+		start = "(" + after
+	}
+	res := j.rdb.DoMulti(ctx,
+		j.rdb.B().Xrange().Key(deadKey).Start(start).End("+").Count(int64(count)).Build(),
+		j.rdb.B().Xlen().Key(deadKey).Build())
+	es, err := res[0].AsXRange()
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := res[1].AsInt64()
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]deadLetter, len(es))
+	for i, e := range es {
+		d := decode(0, e).n
+		out[i] = deadLetter{ID: e.ID, Event: d.event, CID: d.cid, EID: d.eid, Dims: d.dims, Error: e.FieldValues[deadError], From: e.FieldValues[deadFrom]}
+	}
+	return out, n, nil
+}
+
+// Replay appends dead letters to the journal again, with their event ids
+// (the counter counts each once), and removes them from the dead-letter
+// stream: the ids given, or up to count from the oldest when ids is empty.
+// It returns how many were replayed.
+func (j *Journal) Replay(ctx context.Context, ids []string, count int) (int, error) {
+	var es []rueidis.XRangeEntry
+	if len(ids) == 0 {
+		var err error
+		if es, err = j.rdb.Do(ctx, j.rdb.B().Xrange().Key(deadKey).Start("-").End("+").Count(int64(count)).Build()).AsXRange(); err != nil {
+			return 0, err
+		}
+	}
+	for _, id := range ids {
+		got, err := j.rdb.Do(ctx, j.rdb.B().Xrange().Key(deadKey).Start(id).End(id).Build()).AsXRange()
+		if err != nil {
+			return 0, err
+		}
+		es = append(es, got...)
+	}
+	n := 0
+	for _, e := range es {
+		d := decode(0, e)
+		if d.bad != nil {
+			return n, d.bad
+		}
+		if err := j.Append(ctx, d.n); err != nil {
+			return n, err
+		}
+		if err := j.rdb.Do(ctx, j.rdb.B().Xdel().Key(deadKey).Id(e.ID).Build()).Error(); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Discard removes dead letters for good; it returns how many there were.
+func (j *Journal) Discard(ctx context.Context, ids []string) (int64, error) {
+	return j.rdb.Do(ctx, j.rdb.B().Xdel().Key(deadKey).Id(ids...).Build()).AsInt64()
 }

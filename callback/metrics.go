@@ -25,6 +25,7 @@ type metrics struct {
 	sigFailures      *prometheus.CounterVec
 	batchRefused     *prometheus.CounterVec
 	duplicates       *prometheus.CounterVec
+	deadLettered     prometheus.Counter
 	droppedDims      *prometheus.CounterVec
 }
 
@@ -64,6 +65,9 @@ func newMetrics(reg prometheus.Registerer, journal *Journal) *metrics {
 		sigFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "freqcap_callback_signature_failures_total", Help: "Notices refused for their signature, by reason (missing, malformed, unknown_kid, bad_sig, expired, exp_too_far, v1_refused).",
 		}, []string{"reason"}),
+		deadLettered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "freqcap_callback_dead_lettered_total", Help: "Notices moved to the dead-letter stream notices:{dead}: the counter could not write them and a retry would not (Redis refused their keys), so their partition goes on. Replay them on the admin API once mended.",
+		}),
 		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "freqcap_callback_notices_duplicate_total", Help: "Signed notices sent again while their URL was valid (an exchange's retry, or a replay): answered as the first time, not counted again, by event.",
 		}, []string{"event"}),
@@ -78,7 +82,7 @@ func newMetrics(reg prometheus.Registerer, journal *Journal) *metrics {
 		m.sigFailures.WithLabelValues(reason)
 	}
 	reg.MustRegister(m.received, m.accepted, m.rejected, m.forwarded, m.dropped, m.retries, m.forwardDuration, m.unknownCampaigns,
-		m.claimed, m.released, m.sigFailures, m.batchRefused, m.droppedDims, m.duplicates, &journalCollector{j: journal})
+		m.claimed, m.released, m.sigFailures, m.batchRefused, m.droppedDims, m.duplicates, m.deadLettered, &journalCollector{j: journal})
 	return m
 }
 
@@ -93,6 +97,8 @@ var (
 		"Notices read from the journal by an instance and not yet acknowledged (all instances).", nil, nil)
 	journalLag = prometheus.NewDesc("freqcap_callback_journal_lag_seconds",
 		"Age of the oldest undelivered notice.", nil, nil)
+	journalDead = prometheus.NewDesc("freqcap_callback_journal_dead_letters",
+		"Notices in the dead-letter stream notices:{dead}, waiting for an operator (alert on any).", nil, nil)
 	journalUp = prometheus.NewDesc("freqcap_callback_journal_up",
 		"1 when the journal's state could be read for this scrape.", nil, nil)
 )
@@ -101,6 +107,7 @@ func (c *journalCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- journalUndelivered
 	ch <- journalPending
 	ch <- journalLag
+	ch <- journalDead
 	ch <- journalUp
 }
 
@@ -116,4 +123,5 @@ func (c *journalCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(journalUndelivered, prometheus.GaugeValue, float64(st.undelivered))
 	ch <- prometheus.MustNewConstMetric(journalPending, prometheus.GaugeValue, float64(st.pending))
 	ch <- prometheus.MustNewConstMetric(journalLag, prometheus.GaugeValue, st.lag.Seconds())
+	ch <- prometheus.MustNewConstMetric(journalDead, prometheus.GaugeValue, float64(st.dead))
 }

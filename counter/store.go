@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -171,9 +172,29 @@ func (s *Store) failWrite(n int, err error) []counting.Result {
 	return res
 }
 
-// writeFailed is the answer of an item Redis did not count: retry it.
+// writeFailed is the answer of an item Redis did not count: retry it,
+// unless Redis refused the item itself (Internal: a retry will not help).
 func (s *Store) writeFailed(err error) counting.Result {
+	if refusedByRedis(err) {
+		return counting.Result{Code: apierr.Internal, Msg: "redis refused the write, a retry will not help: " + firstLine(err)}
+	}
 	return counting.Result{Code: s.code(err), Msg: "redis unavailable, retry: " + firstLine(err)}
+}
+
+// refusedByRedis reports an error Redis answered for the command itself,
+// which the same command will meet again: a key of the wrong type (one
+// written by hand over a counter's), a value that is not a number, an
+// error inside a script. Errors of the moment (OOM, LOADING, BUSY,
+// TRYAGAIN, CLUSTERDOWN, READONLY, NOREPLICAS, NOSCRIPT, redirects,
+// connections, timeouts) are not.
+func refusedByRedis(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	if !ok {
+		return false
+	}
+	msg := re.Error()
+	return strings.HasPrefix(msg, "WRONGTYPE") ||
+		strings.HasPrefix(msg, "ERR") && !strings.Contains(msg, "max number of clients")
 }
 
 // write is Write of one batch.

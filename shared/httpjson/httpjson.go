@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/freqcap/freqcap/shared/apierr"
@@ -96,4 +98,25 @@ func Query(r *http.Request) (url.Values, error) {
 		}
 	}
 	return nil, apierr.Invalid("malformed query: %s", err)
+}
+
+// Params is Query for an endpoint that takes only the parameters named in
+// allowed (true: may be given more than once): an unknown or repeated
+// parameter is an error naming it and the ones the endpoint takes, so a
+// typo is never ignored.
+func Params(r *http.Request, allowed map[string]bool) (url.Values, error) {
+	vals, err := Query(r)
+	if err != nil {
+		return nil, err
+	}
+	for name, vs := range vals {
+		many, ok := allowed[name]
+		switch {
+		case !ok:
+			return nil, apierr.Invalid("unknown parameter %q: this endpoint takes %s", name, strings.Join(slices.Sorted(maps.Keys(allowed)), ", "))
+		case len(vs) > 1 && !many:
+			return nil, apierr.Invalid("%s must be given once", name)
+		}
+	}
+	return vals, nil
 }
