@@ -44,6 +44,13 @@ var API = Limits{ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, 
 // small request answered at once.
 var Public = Limits{ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, MaxHeaderBytes: 16 << 10}
 
+// readHeaderTimeout bounds reading a request's headers (HTTP/1.1), and
+// one frame or header block (HTTP/2).
+const readHeaderTimeout = 5 * time.Second
+
+// maxStreams is how many requests one HTTP/2 connection may have open.
+const maxStreams = 100
+
 // Listen opens addr (named by variable in errors) and serves h on it with
 // the Internal limits.
 func Listen(addr, variable string, h http.Handler) (*Server, error) {
@@ -61,9 +68,16 @@ func ListenWith(addr, variable string, h http.Handler, l Limits) (*Server, error
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
+	// HTTP/2 connections are bounded as HTTP/1.1 ones are: a frame (and a
+	// request's header block) must arrive within the header timeout of
+	// its first byte, each stream's request within ReadTimeout, a
+	// connection without streams goes after IdleTimeout, a silent one is
+	// pinged and closed.
+	ln = frameListener{Listener: ln, within: readHeaderTimeout}
 	s := &Server{
-		srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute, Protocols: &protocols,
-			ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout, MaxHeaderBytes: l.MaxHeaderBytes},
+		srv: &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: 2 * time.Minute, Protocols: &protocols,
+			ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout, MaxHeaderBytes: l.MaxHeaderBytes,
+			HTTP2: &http.HTTP2Config{MaxConcurrentStreams: maxStreams, SendPingTimeout: 30 * time.Second, PingTimeout: 15 * time.Second}},
 		addr: ln.Addr().String(),
 		errc: make(chan error, 1),
 	}

@@ -1,0 +1,153 @@
+package httpserver
+
+import (
+	"net"
+	"sync"
+	"time"
+)
+
+// h2Preface opens every HTTP/2 connection without TLS (h2c with prior
+// knowledge).
+const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+// frameListener gives every connection a frame-read deadline once it
+// speaks HTTP/2. net/http bounds reading an HTTP/1.1 request (the header
+// and whole-request timeouts), but clears the connection's deadlines when
+// it hands an h2c connection to its HTTP/2 server, which then bounds only
+// a connection with no stream (IdleTimeout): a client sending a HEADERS
+// frame a byte a second held a connection for as long as it liked.
+type frameListener struct {
+	net.Listener
+	within time.Duration
+}
+
+func (l frameListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &frameConn{Conn: c, within: l.within}, nil
+}
+
+// frameConn follows the HTTP/2 framing of what it reads (after the
+// preface) and, whenever a frame has begun, or a header block (HEADERS
+// and its CONTINUATION frames) is open, sets the read deadline to within
+// after its first byte. Between frames it sets none, so an idle
+// connection waits for its next request as the HTTP/2 server decides. A
+// connection that does not open with the preface is HTTP/1.1 and left to
+// net/http.
+type frameConn struct {
+	net.Conn
+	within time.Duration
+
+	mu       sync.Mutex
+	seen     int  // bytes of the preface read so far
+	h1       bool // not HTTP/2
+	head     [9]byte
+	headLen  int   // bytes of the current frame's header read
+	left     int   // payload bytes of the current frame still to come
+	inBlock  bool  // a header block is open (no END_HEADERS yet)
+	since    time.Time
+	deadline time.Time // the frame deadline this conn set, zero when none
+}
+
+// HTTP/2 frame types and the flag that ends a header block.
+const (
+	frameHeaders      = 0x1
+	frameContinuation = 0x9
+	flagEndHeaders    = 0x4
+)
+
+func (c *frameConn) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	if !c.h1 && c.seen == len(h2Preface) {
+		var want time.Time
+		if c.headLen > 0 || c.left > 0 || c.inBlock {
+			want = c.since.Add(c.within)
+		}
+		if !want.Equal(c.deadline) {
+			c.deadline = want
+			_ = c.Conn.SetReadDeadline(want)
+		}
+	}
+	c.mu.Unlock()
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.mu.Lock()
+		c.follow(p[:n])
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+// follow advances the framing state over b.
+func (c *frameConn) follow(b []byte) {
+	for len(b) > 0 && !c.h1 {
+		switch {
+		case c.seen < len(h2Preface):
+			k := min(len(b), len(h2Preface)-c.seen)
+			if string(b[:k]) != h2Preface[c.seen:c.seen+k] {
+				c.h1 = true
+				return
+			}
+			c.seen += k
+			b = b[k:]
+		case c.left > 0:
+			k := min(len(b), c.left)
+			c.left -= k
+			b = b[k:]
+			if c.left == 0 && !c.inBlock {
+				c.since = time.Time{}
+			}
+		default:
+			if c.headLen == 0 && !c.inBlock {
+				c.since = time.Now()
+			}
+			k := copy(c.head[c.headLen:], b)
+			c.headLen += k
+			b = b[k:]
+			if c.headLen < len(c.head) {
+				continue
+			}
+			c.headLen = 0
+			c.left = int(c.head[0])<<16 | int(c.head[1])<<8 | int(c.head[2])
+			switch typ, flags := c.head[3], c.head[4]; typ {
+			case frameHeaders, frameContinuation:
+				if !c.inBlock {
+					c.since = time.Now()
+				}
+				c.inBlock = flags&flagEndHeaders == 0
+			}
+			if c.left == 0 && !c.inBlock {
+				c.since = time.Time{}
+			}
+		}
+	}
+}
+
+// SetReadDeadline passes net/http's deadlines through; while a frame is
+// being read, the earlier of the two holds.
+func (c *frameConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.deadline.IsZero() && (t.IsZero() || c.deadline.Before(t)) {
+		t = c.deadline
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+// SetDeadline is SetReadDeadline and SetWriteDeadline.
+func (c *frameConn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// CloseWrite shuts the writing side when the connection can (TCP).
+func (c *frameConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
