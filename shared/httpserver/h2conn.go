@@ -44,9 +44,9 @@ type frameConn struct {
 	seen     int  // bytes of the preface read so far
 	h1       bool // not HTTP/2
 	head     [9]byte
-	headLen  int   // bytes of the current frame's header read
-	left     int   // payload bytes of the current frame still to come
-	inBlock  bool  // a header block is open (no END_HEADERS yet)
+	headLen  int  // bytes of the current frame's header read
+	left     int  // payload bytes of the current frame still to come
+	inBlock  bool // a header block is open (no END_HEADERS yet)
 	since    time.Time
 	deadline time.Time // the frame deadline this conn set, zero when none
 }
