@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/freqcap/freqcap/shared/redisconn"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
 
@@ -55,5 +59,40 @@ func TestCampaignsFileSeedsOnlyAbsentCampaigns(t *testing.T) {
 		if _, ok, _ := c.Read(ctx, "3"); ok {
 			t.Fatalf("%s: campaign 3 stored from a file that was refused", body)
 		}
+	}
+}
+
+// The campaigns' client-side cache holds at most
+// CALLBACK_CAMPAIGN_CACHE_BYTES: notices of 40,000 distinct unknown
+// campaigns (each cached as unknown) leave the heap within a few MiB of
+// where it was, where rueidis's default (128 MiB a connection) kept them
+// all until their TTL and beyond.
+func TestCampaignCacheIsBounded(t *testing.T) {
+	srv := redistest.Start(t)
+	s, err := loadSettings([]string{"REDIS_URL=" + srv.URL(), "CALLBACK_CAMPAIGN_CACHE_BYTES=1048576"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb, err := redisconn.Open(s.RedisURL, tuneRedis(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rdb.Close)
+	c := &Campaigns{rdb: rdb, ttl: time.Hour}
+	ctx := context.Background()
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	for i := range 40_000 {
+		if _, known, err := c.Get(ctx, fmt.Sprintf("unknown-campaign-%08d", i)); err != nil || known {
+			t.Fatalf("campaign %d: known %v, %v", i, known, err)
+		}
+	}
+	if grew := int64(heap()) - int64(before); grew > 6<<20 {
+		t.Errorf("the heap grew by %d bytes after 40,000 unknown campaigns, want the 1 MiB cache bound and a little", grew)
 	}
 }

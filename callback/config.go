@@ -14,38 +14,39 @@ import (
 
 // Config is every setting of callback, read from the environment.
 type Config struct {
-	Addr            string        `env:"CALLBACK_ADDR" envDefault:":8080" help:"public listener (exchanges)"`
-	AdminAddr       string        `env:"CALLBACK_ADMIN_ADDR" envDefault:"127.0.0.1:9080" help:"admin listener: campaigns, health, metrics, pprof"`
-	CounterToken    string        `env:"COUNTER_TOKEN" help:"bearer token sent to the counter (one of its COUNTER_AUTH_TOKENS)"`
-	AdminTokenList  string        `env:"CALLBACK_ADMIN_TOKENS" help:"bearer tokens the admin API (/v1/campaigns) requires, comma separated; none: no authentication"`
-	CounterURL      string        `env:"COUNTER_URL" envDefault:"http://127.0.0.1:8081" help:"the counter"`
-	RedisURL        string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379" help:"rueidis URL redis://[user:pass@]host:port[/db] (?addr= more seed nodes; Cluster is detected)"`
-	SchemaRefresh   time.Duration `env:"CALLBACK_SCHEMA_REFRESH" envDefault:"30s" help:"how often the counter's GET /v1/schema is read"`
-	SigningKeys     string        `env:"CALLBACK_SIGNING_KEYS" help:"kid:base64secret,... notice URLs must be signed with (several for rotation); none: notices are unauthenticated"`
-	MaxNoticeAge    string        `env:"CALLBACK_MAX_NOTICE_AGE" envDefault:"win:30m,billing:4h,imp:4h" help:"how far ahead a signed notice's exp may be, per event (event:duration,...; one duration for every event); callback remembers each notice until its exp"`
-	AcceptV1        bool          `env:"CALLBACK_SIGNING_ACCEPT_V1" envDefault:"false" help:"also take version 1 signatures (no v=2), which do not cover the event, while bidders move to version 2"`
-	UnknownCamps    string        `env:"CALLBACK_UNKNOWN_CAMPAIGNS" help:"refuse or count notices of campaigns the admin API does not know (default: refuse with signing keys, else count)"`
-	SourceLimit     string        `env:"CALLBACK_SOURCE_LIMIT" help:"most notices one client IP may send this instance, <n>/<period> (e.g. 5000/1s); none: no limit"`
-	TrustedProxies  string        `env:"CALLBACK_TRUSTED_PROXIES" help:"CIDRs of proxies whose X-Forwarded-For names the client, comma separated"`
-	CampaignsFile   string        `env:"CALLBACK_CAMPAIGNS_FILE" help:"JSON campaigns seeded at start-up (only those Redis does not have)"`
-	CampaignTTL     time.Duration `env:"CALLBACK_CAMPAIGN_CACHE_TTL" envDefault:"1m" help:"longest a cached campaign lives (Redis invalidates it at once on change)"`
-	JournalMax      int           `env:"CALLBACK_JOURNAL_MAX" envDefault:"1000000" help:"most undelivered notices in the journal before 503"`
-	Partitions      int           `env:"CALLBACK_JOURNAL_PARTITIONS" envDefault:"8" help:"stream keys of the journal; the same for every instance"`
-	ClaimIdle       time.Duration `env:"CALLBACK_CLAIM_IDLE" envDefault:"30s" help:"how long a taken entry may sit unfinished before another instance takes it over"`
-	AppendTimeout   time.Duration `env:"CALLBACK_APPEND_TIMEOUT" envDefault:"500ms" help:"how long a notice waits for its journal write (and its replicas) before 503"`
-	JournalReplicas int           `env:"CALLBACK_JOURNAL_REPLICAS" envDefault:"0" help:"replicas a journal append must reach (WAIT) before the notice is answered; 0: the master's answer is enough"`
-	FlushDelay      time.Duration `env:"CALLBACK_REDIS_FLUSH_DELAY" envDefault:"50us" help:"how long rueidis waits to send concurrent journal writes in one write"`
-	Workers         int           `env:"CALLBACK_WORKERS" envDefault:"32" help:"concurrent forwarding requests"`
-	BatchSize       int           `env:"CALLBACK_BATCH_SIZE" envDefault:"100" help:"most notices in one POST /v1/incr/batch"`
-	BatchWait       time.Duration `env:"CALLBACK_BATCH_WAIT" envDefault:"2ms" help:"how long a reader waits for more notices after a short read, and at most how long a batch joining several partitions' reads waits for more before it is sent"`
-	ForwardTimeout  time.Duration `env:"CALLBACK_FORWARD_TIMEOUT" envDefault:"2s" help:"deadline of one forwarding attempt"`
-	RetryInitial    time.Duration `env:"CALLBACK_RETRY_INITIAL" envDefault:"50ms" help:"first backoff between attempts (doubling, with jitter)"`
-	RetryMax        time.Duration `env:"CALLBACK_RETRY_MAX" envDefault:"5s" help:"longest backoff between attempts"`
-	RetryFor        time.Duration `env:"CALLBACK_RETRY_FOR" envDefault:"5m" help:"how long a batch is retried before it is left for the next claim; at most half COUNTER_DEDUPE_TTL"`
-	DeadLetterAfter int           `env:"CALLBACK_DEAD_LETTER_AFTER" envDefault:"20" help:"answers in which the counter wrote other notices but not this one before it goes to the dead-letter stream (one Redis refuses outright goes at once)"`
-	DrainTimeout    time.Duration `env:"CALLBACK_DRAIN_TIMEOUT" envDefault:"30s" help:"how long SIGTERM lets the deliveries under way finish"`
-	ShutdownTimeout time.Duration `env:"CALLBACK_SHUTDOWN_TIMEOUT" envDefault:"5s" help:"how long SIGTERM waits for in-flight requests"`
-	Log             logging.Settings
+	Addr               string        `env:"CALLBACK_ADDR" envDefault:":8080" help:"public listener (exchanges)"`
+	AdminAddr          string        `env:"CALLBACK_ADMIN_ADDR" envDefault:"127.0.0.1:9080" help:"admin listener: campaigns, health, metrics, pprof"`
+	CounterToken       string        `env:"COUNTER_TOKEN" help:"bearer token sent to the counter (one of its COUNTER_AUTH_TOKENS)"`
+	AdminTokenList     string        `env:"CALLBACK_ADMIN_TOKENS" help:"bearer tokens the admin API (/v1/campaigns) requires, comma separated; none: no authentication"`
+	CounterURL         string        `env:"COUNTER_URL" envDefault:"http://127.0.0.1:8081" help:"the counter"`
+	RedisURL           string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379" help:"rueidis URL redis://[user:pass@]host:port[/db] (?addr= more seed nodes; Cluster is detected)"`
+	SchemaRefresh      time.Duration `env:"CALLBACK_SCHEMA_REFRESH" envDefault:"30s" help:"how often the counter's GET /v1/schema is read"`
+	SigningKeys        string        `env:"CALLBACK_SIGNING_KEYS" help:"kid:base64secret,... notice URLs must be signed with (several for rotation); none: notices are unauthenticated"`
+	MaxNoticeAge       string        `env:"CALLBACK_MAX_NOTICE_AGE" envDefault:"win:30m,billing:4h,imp:4h" help:"how far ahead a signed notice's exp may be, per event (event:duration,...; one duration for every event); callback remembers each notice until its exp"`
+	AcceptV1           bool          `env:"CALLBACK_SIGNING_ACCEPT_V1" envDefault:"false" help:"also take version 1 signatures (no v=2), which do not cover the event, while bidders move to version 2"`
+	UnknownCamps       string        `env:"CALLBACK_UNKNOWN_CAMPAIGNS" help:"refuse or count notices of campaigns the admin API does not know (default: refuse with signing keys, else count)"`
+	SourceLimit        string        `env:"CALLBACK_SOURCE_LIMIT" help:"most notices one client IP may send this instance, <n>/<period> (e.g. 5000/1s); none: no limit"`
+	TrustedProxies     string        `env:"CALLBACK_TRUSTED_PROXIES" help:"CIDRs of proxies whose X-Forwarded-For names the client, comma separated"`
+	CampaignsFile      string        `env:"CALLBACK_CAMPAIGNS_FILE" help:"JSON campaigns seeded at start-up (only those Redis does not have)"`
+	CampaignTTL        time.Duration `env:"CALLBACK_CAMPAIGN_CACHE_TTL" envDefault:"1m" help:"longest a cached campaign lives (Redis invalidates it at once on change)"`
+	CampaignCacheBytes int           `env:"CALLBACK_CAMPAIGN_CACHE_BYTES" envDefault:"33554432" help:"bytes of campaigns (known and unknown) kept in client-side cache, per Redis node; least recently used go first"`
+	JournalMax         int           `env:"CALLBACK_JOURNAL_MAX" envDefault:"1000000" help:"most undelivered notices in the journal before 503"`
+	Partitions         int           `env:"CALLBACK_JOURNAL_PARTITIONS" envDefault:"8" help:"stream keys of the journal; the same for every instance"`
+	ClaimIdle          time.Duration `env:"CALLBACK_CLAIM_IDLE" envDefault:"30s" help:"how long a taken entry may sit unfinished before another instance takes it over"`
+	AppendTimeout      time.Duration `env:"CALLBACK_APPEND_TIMEOUT" envDefault:"500ms" help:"how long a notice waits for its journal write (and its replicas) before 503"`
+	JournalReplicas    int           `env:"CALLBACK_JOURNAL_REPLICAS" envDefault:"0" help:"replicas a journal append must reach (WAIT) before the notice is answered; 0: the master's answer is enough"`
+	FlushDelay         time.Duration `env:"CALLBACK_REDIS_FLUSH_DELAY" envDefault:"50us" help:"how long rueidis waits to send concurrent journal writes in one write"`
+	Workers            int           `env:"CALLBACK_WORKERS" envDefault:"32" help:"concurrent forwarding requests"`
+	BatchSize          int           `env:"CALLBACK_BATCH_SIZE" envDefault:"100" help:"most notices in one POST /v1/incr/batch"`
+	BatchWait          time.Duration `env:"CALLBACK_BATCH_WAIT" envDefault:"2ms" help:"how long a reader waits for more notices after a short read, and at most how long a batch joining several partitions' reads waits for more before it is sent"`
+	ForwardTimeout     time.Duration `env:"CALLBACK_FORWARD_TIMEOUT" envDefault:"2s" help:"deadline of one forwarding attempt"`
+	RetryInitial       time.Duration `env:"CALLBACK_RETRY_INITIAL" envDefault:"50ms" help:"first backoff between attempts (doubling, with jitter)"`
+	RetryMax           time.Duration `env:"CALLBACK_RETRY_MAX" envDefault:"5s" help:"longest backoff between attempts"`
+	RetryFor           time.Duration `env:"CALLBACK_RETRY_FOR" envDefault:"5m" help:"how long a batch is retried before it is left for the next claim; at most half COUNTER_DEDUPE_TTL"`
+	DeadLetterAfter    int           `env:"CALLBACK_DEAD_LETTER_AFTER" envDefault:"20" help:"answers in which the counter wrote other notices but not this one before it goes to the dead-letter stream (one Redis refuses outright goes at once)"`
+	DrainTimeout       time.Duration `env:"CALLBACK_DRAIN_TIMEOUT" envDefault:"30s" help:"how long SIGTERM lets the deliveries under way finish"`
+	ShutdownTimeout    time.Duration `env:"CALLBACK_SHUTDOWN_TIMEOUT" envDefault:"5s" help:"how long SIGTERM waits for in-flight requests"`
+	Log                logging.Settings
 }
 
 // Settings is Config checked.
@@ -112,6 +113,8 @@ func loadSettings(environ []string) (Settings, error) {
 		return s, fmt.Errorf("CALLBACK_JOURNAL_MAX: must be at least CALLBACK_JOURNAL_PARTITIONS (%d), got %d", cfg.Partitions, cfg.JournalMax)
 	case cfg.JournalReplicas < 0 || cfg.JournalReplicas > 16:
 		return s, fmt.Errorf("CALLBACK_JOURNAL_REPLICAS: must be between 0 and 16, got %d", cfg.JournalReplicas)
+	case cfg.CampaignCacheBytes < 1<<20:
+		return s, fmt.Errorf("CALLBACK_CAMPAIGN_CACHE_BYTES: must be at least 1048576 (1 MiB), got %d", cfg.CampaignCacheBytes)
 	case cfg.DeadLetterAfter < 1:
 		return s, fmt.Errorf("CALLBACK_DEAD_LETTER_AFTER: must be at least 1, got %d", cfg.DeadLetterAfter)
 	case cfg.Workers < 1:

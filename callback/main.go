@@ -53,10 +53,7 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	if err != nil {
 		return err
 	}
-	rdb, err := redisconn.Open(s.RedisURL, func(opt *rueidis.ClientOption) {
-		// Journal appends of concurrent notices share one write to Redis.
-		opt.MaxFlushDelay = s.FlushDelay
-	})
+	rdb, err := redisconn.Open(s.RedisURL, tuneRedis(s))
 	if err != nil {
 		return err
 	}
@@ -139,4 +136,15 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 		log.Warn("admin listener shutdown", "err", err)
 	}
 	return nil
+}
+
+// tuneRedis sets callback's Redis client options.
+func tuneRedis(s Settings) func(*rueidis.ClientOption) {
+	return func(opt *rueidis.ClientOption) {
+		// Journal appends of concurrent notices share one write to Redis.
+		opt.MaxFlushDelay = s.FlushDelay
+		// The campaigns' client-side cache, unknown campaigns included:
+		// bounded, least recently used entries go first.
+		opt.CacheSizeEachConn = s.CampaignCacheBytes
+	}
 }
