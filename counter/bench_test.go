@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -319,5 +321,75 @@ func BenchmarkStoreReadFullBatch(b *testing.B) {
 				b.ReportMetric(100*float64(degraded)/float64(reads), "%degraded")
 			})
 		}
+	}
+}
+
+// BenchmarkLimitDuringAStall is a caller's rate-limit check (the
+// limiter's path, COUNTER_READ_TIMEOUT 5 ms) at 1,000 checks a second on
+// random keys, with Redis frozen (SIGSTOP) from the first fifth of the
+// checks to the fourth. It reports the checks' p50, p99 and longest time,
+// the share over the deadline plus 2 ms, and the share that failed open
+// (3/5 of them were sent while Redis was frozen); skip=false sends every check
+// to Redis as writes did before stalls covered them (each waits out its
+// deadline).
+func BenchmarkLimitDuringAStall(b *testing.B) {
+	for _, skip := range []bool{true, false} {
+		b.Run(fmt.Sprintf("skip=%v", skip), func(b *testing.B) {
+			srv := redistest.StartSingle(b)
+			st, s := testStore(b, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=5ms")
+			l := &limiter{log: discardLogger(), store: st.Store, lim: newLimits(s), policies: s.Policies, timeout: s.ReadTimeout, metrics: st.metrics}
+			if !skip {
+				l = nil
+			}
+			req := counting.LimitRequest{Rule: counting.Rule{Algorithm: counting.GCRA, Limit: 100, Period: "1s"}}
+			took := make([]time.Duration, 0, b.N)
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			defer srv.Resume()
+			degraded := 0
+			b.ResetTimer()
+			for i := range b.N {
+				switch i {
+				case b.N / 5:
+					srv.Pause()
+				case 4 * b.N / 5:
+					srv.Resume()
+				}
+				<-tick.C
+				req.Key = "user:" + strconv.Itoa(rand.IntN(100_000))
+				start := time.Now()
+				if l != nil {
+					_, as, err := l.check(context.Background(), []counting.LimitRequest{req}, false)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if as[0].Degraded {
+						degraded++
+					}
+				} else {
+					it := counting.Item{Scope: counting.Scope{Policy: "bench"}, Subject: counting.Subject{ID: req.Key},
+						Spec: counting.Spec{Kind: counting.GCRA, Limit: 100, PeriodMs: 1000}, Hits: 1}
+					ctx, cancel := context.WithTimeout(context.Background(), s.ReadTimeout)
+					if st.Write(ctx, []counting.Item{it})[0].Code != 0 {
+						degraded++
+					}
+					cancel()
+				}
+				took = append(took, time.Since(start))
+			}
+			slices.Sort(took)
+			over := 0
+			for _, d := range took {
+				if d > s.ReadTimeout+2*time.Millisecond {
+					over++
+				}
+			}
+			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+			b.ReportMetric(ms(took[len(took)/2]), "p50-ms")
+			b.ReportMetric(ms(took[len(took)*99/100]), "p99-ms")
+			b.ReportMetric(ms(took[len(took)-1]), "max-ms")
+			b.ReportMetric(100*float64(over)/float64(len(took)), "%over-deadline+2ms")
+			b.ReportMetric(100*float64(degraded)/float64(len(took)), "%failed-open")
+		})
 	}
 }

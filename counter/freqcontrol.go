@@ -127,7 +127,7 @@ func (f *freqControl) answer(ctx context.Context, r *counting.Result) (code int3
 func (f *freqControl) write(ctx context.Context, its []counting.Item) []counting.Result {
 	ctx, cancel := context.WithTimeout(ctx, f.writeTimeout)
 	defer cancel()
-	return f.store.Write(ctx, its)
+	return f.store.WriteOrSkip(ctx, its)
 }
 
 func (f *freqControl) AddFreq(ctx context.Context, req *connect.Request[freqcapv1.AddFreqReq]) (*connect.Response[freqcapv1.AddFreqRsp], error) {

@@ -46,7 +46,7 @@ func (l *limiter) check(ctx context.Context, reqs []counting.LimitRequest, batch
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
-	res := l.store.Write(ctx, items)
+	res := l.store.WriteOrSkip(ctx, items)
 	out := make([]counting.LimitAnswer, len(res))
 	for i, r := range res {
 		a := &out[i]

@@ -408,10 +408,7 @@ func (s *Store) Read(ctx context.Context, items []counting.Item) []counting.Resu
 // connection) with every item failed; on a Cluster, a PING any live node
 // answers ends it.
 func (s *Store) readOrSkip(ctx context.Context, items []counting.Item) []counting.Result {
-	if s.stall.Load() != 0 {
-		if time.Now().UnixNano()-s.probed.Load() >= int64(probeEvery) && s.probing.CompareAndSwap(false, true) {
-			go s.probe()
-		}
+	if s.stalled() {
 		s.metrics.redisErrors.WithLabelValues("read").Inc()
 		return s.failAll(len(items), errStalled)
 	}
@@ -423,12 +420,66 @@ func (s *Store) readOrSkip(ctx context.Context, items []counting.Item) []countin
 	for i := range res {
 		failed = failed && res[i].Degraded && (late || down || res[i].Code == apierr.Timeout)
 	}
-	if failed && s.stall.CompareAndSwap(0, time.Now().UnixNano()) && s.probing.CompareAndSwap(false, true) {
+	if failed {
+		s.startStall()
+	}
+	return res
+}
+
+// WriteOrSkip is Write for a caller that waits on the answer (a rate-limit
+// check, a view, AddFreq): during a stall it answers every item failed at
+// once (10001) instead of waiting out its deadline, and a write whose
+// every item ran out of time starts a stall, as a read does.
+func (s *Store) WriteOrSkip(ctx context.Context, items []counting.Item) []counting.Result {
+	if s.stalled() {
+		s.metrics.redisErrors.WithLabelValues("write").Inc()
+		return s.failWrite(len(items), errStalled)
+	}
+	res := s.Write(ctx, items)
+	late, down := ctx.Err() != nil, s.reach.Down()
+	failed := len(res) > 0
+	for i := range res {
+		failed = failed && res[i].Code != 0 && (late || down || res[i].Code == apierr.Timeout)
+	}
+	if failed {
+		s.startStall()
+	}
+	return res
+}
+
+// Guarded runs call, a Redis call outside the kinds that a caller waits
+// on (the view counter's), under the same rule: skipped with errStalled
+// during a stall, and one that ran out of time starts a stall.
+func (s *Store) Guarded(ctx context.Context, call func(context.Context) error) error {
+	if s.stalled() {
+		return errStalled
+	}
+	err := call(ctx)
+	if err != nil && (ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || s.reach.Down()) {
+		s.startStall()
+	}
+	return err
+}
+
+// stalled reports a stall, sending Redis a PING at most every probeEvery
+// while it lasts.
+func (s *Store) stalled() bool {
+	if s.stall.Load() == 0 {
+		return false
+	}
+	if time.Now().UnixNano()-s.probed.Load() >= int64(probeEvery) && s.probing.CompareAndSwap(false, true) {
+		go s.probe()
+	}
+	return true
+}
+
+// startStall begins a stall after a call that ran out of time.
+func (s *Store) startStall() {
+	if s.stall.CompareAndSwap(0, time.Now().UnixNano()) && s.probing.CompareAndSwap(false, true) {
 		// Ask at once: a read too big for the deadline fails whole on a
 		// Redis that is fine, and the PING says so within a millisecond.
 		go s.probe()
 	}
-	return res
 }
 
 // probe asks Redis for a PING within the read timeout; an answer ends the

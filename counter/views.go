@@ -145,7 +145,11 @@ func (v *views) handleView() http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), v.writeTimeout)
 		defer cancel()
-		a, err := v.count(ctx, req.Article, req.Viewer)
+		var a counting.ViewAnswer
+		err := v.store.Guarded(ctx, func(ctx context.Context) (err error) {
+			a, err = v.count(ctx, req.Article, req.Viewer)
+			return err
+		})
 		if err != nil {
 			httpjson.Error(w, r, v.log, apierr.Unavailablef("redis unavailable, retry: %s", firstLine(err)))
 			return
@@ -170,10 +174,14 @@ func (v *views) handleTotal(deg *degrader) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), v.readTimeout)
 		defer cancel()
-		n, err := v.store.rdb.Do(ctx, v.store.rdb.B().Get().Key(totalKey(article)).Build()).AsInt64()
-		if rueidis.IsRedisNil(err) {
-			err = nil
-		}
+		var n int64
+		err = v.store.Guarded(ctx, func(ctx context.Context) (err error) {
+			n, err = v.store.rdb.Do(ctx, v.store.rdb.B().Get().Key(totalKey(article)).Build()).AsInt64()
+			if rueidis.IsRedisNil(err) {
+				err = nil
+			}
+			return err
+		})
 		ans := map[string]any{"article": article, "total": n, "degraded": err != nil}
 		if err != nil {
 			code := v.store.code(err)
