@@ -286,6 +286,7 @@ func (st *stack) start(ctx context.Context) error {
 		}
 	}
 	req, _ := http.NewRequest(http.MethodPut, st.adminURL+"/v1/campaigns/42", strings.NewReader(`{"winLimitHours":3}`))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

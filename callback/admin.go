@@ -56,10 +56,16 @@ func handleCampaignPut(log *slog.Logger, c *Campaigns) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cid := chi.URLParam(r, "cid")
 		var camp Campaign
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&camp); err != nil {
-			httpjson.Error(w, r, log, apierr.Invalid("body must be JSON {\"winLimitHours\": N}: %s", err))
+		if err := httpjson.RequireJSON(r); err != nil {
+			httpjson.Error(w, r, log, err)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+		if err == nil {
+			err = httpjson.Unmarshal(body, &camp, `{"winLimitHours": N, "paceWindowSec": S}`)
+		}
+		if err != nil {
+			httpjson.Error(w, r, log, apierr.Invalid("%s", err))
 			return
 		}
 		if err := c.Validate(cid, camp); err != nil {

@@ -124,6 +124,9 @@ func (s *stack) do(method, url, body string) (int, http.Header, string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	if strings.HasPrefix(body, "{") || strings.HasPrefix(body, "[") {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, url, err)
@@ -887,6 +890,46 @@ func TestAdminReadsItsOwnWrites(t *testing.T) {
 	}
 }
 
+// The admin API decodes strictly: a body that is not declared JSON, with
+// something after the object, a member in another case or given twice is
+// a 400 naming it, and the campaign stays as it was. A notice whose id is
+// blank-rendering (a Hangul filler) is refused.
+func TestAdminRefusesLooseJSON(t *testing.T) {
+	s := startStack(t)
+	url := "http://" + s.admin + "/v1/campaigns/strict"
+	if code, _, body := s.do("PUT", url, `{"winLimitHours":3}`); code != 200 {
+		t.Fatalf("PUT: %d %s", code, body)
+	}
+	put := func(contentType, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("PUT", url, strings.NewReader(body))
+		req.Header.Set("Content-Type", contentType)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, tt := range []struct{ contentType, body, want string }{
+		{"text/plain", `{"winLimitHours":5}`, "Content-Type must be application/json"},
+		{"application/json", `{"winLimitHours":5}{"winLimitHours":6}`, "after top-level value"},
+		{"application/json", `{"WinLimitHours":5}`, `unknown object member name \"WinLimitHours\"`},
+		{"application/json", `{"winLimitHours":5,"winLimitHours":6}`, `duplicate object member name \"winLimitHours\"`},
+	} {
+		if code, body := put(tt.contentType, tt.body); code != 400 || !strings.Contains(body, tt.want) {
+			t.Errorf("PUT %s %s: %d %s, want 400 naming %s", tt.contentType, tt.body, code, body, tt.want)
+		}
+	}
+	if code, _, body := s.do("GET", url, ""); code != 200 || !strings.Contains(body, `"winLimitHours":3`) {
+		t.Errorf("the campaign after refused PUTs: %d %s, want winLimitHours 3", code, body)
+	}
+	if code, _, body := s.do("GET", "http://"+s.public+"/win?cid=strict&device=%E3%85%A4&eid=f-1", ""); code != 400 || !strings.Contains(body, "device") {
+		t.Errorf("a notice with device U+3164: %d %s, want 400 naming device", code, body)
+	}
+}
+
 // An operator lists campaigns a page at a time and looks at one device in
 // one campaign: its settings and what the counter has for every event.
 func TestAdminListsCampaignsAndShowsADevice(t *testing.T) {
@@ -1108,6 +1151,9 @@ func TestServicesAuthenticate(t *testing.T) {
 		}
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

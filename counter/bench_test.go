@@ -14,11 +14,11 @@ import (
 
 	"connectrpc.com/connect"
 
-	gojson "github.com/goccy/go-json"
 	"github.com/redis/rueidis"
 
 	freqcapv1 "github.com/freqcap/freqcap/gen/freqcap/v1"
 	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/httpjson"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
 
@@ -147,9 +147,7 @@ func BenchmarkDecodeBatch(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		var req counting.BatchRequest
-		dec := gojson.NewDecoder(strings.NewReader(body))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
+		if err := httpjson.Unmarshal([]byte(body), &req, "batch"); err != nil {
 			b.Fatal(err)
 		}
 		for i, it := range req.Items {

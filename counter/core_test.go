@@ -173,7 +173,7 @@ func TestItemsEndpoint(t *testing.T) {
 		{`{"items":[{"scope":{"business":7},"subject":{"id":"a\u200bb"},"spec":{"kind":"day","span":1},"hits":1}]}`, "items[0].subject.id (the key) must be"},
 		{`{"items":[{"scope":{"campaign":"42"},"subject":{"dim":"device","id":"d"},"spec":{"kind":"sliding","span":60},"hits":2}]}`, "items[0].hits must be 0 or 1"},
 		{`{"items":[]}`, "items must hold 1 to"},
-		{`{"items":[{"scope":{"campaign":"42"},"subject":{"dim":"device","id":"d"},"spec":{"kind":"day","span":1},"hits":1}]} {}`, "body must hold one JSON object"},
+		{`{"items":[{"scope":{"campaign":"42"},"subject":{"dim":"device","id":"d"},"spec":{"kind":"day","span":1},"hits":1}]} {}`, "after top-level value"},
 	} {
 		code, m := call(t, "POST", base+"/v1/items", tt.body)
 		if msg, _ := m["msg"].(string); code != 400 || !strings.Contains(msg, tt.want) {

@@ -138,7 +138,7 @@ func handleLimitBatch(l *limiter, maxChecks int) http.Handler {
 // error for bad input.
 func handleGate(l *limiter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q, err := httpjson.Query(r)
+		q, err := httpjson.Params(r, map[string]bool{"key": false, "policy": false, "mode": false, "cost": false, "deny": false})
 		if err != nil {
 			httpjson.Error(w, r, l.log, err)
 			return

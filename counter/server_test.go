@@ -92,6 +92,9 @@ func call(t *testing.T, method, url, body string) (int, map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
@@ -229,19 +232,37 @@ func TestHTTPBadInputChangesNothing(t *testing.T) {
 		{"POST", "/v1/freq/batch", `not json`, 400, "body must be JSON"},
 		// A body beyond 1 KiB an item of COUNTER_MAX_READ_BATCH (2 here) is refused unread.
 		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"` + strings.Repeat("x", 4000) + `"}}]}`, 400, "body over 2048 bytes"},
-		// An oversize id is refused before the decoder builds it.
-		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"` + strings.Repeat("x", 2000) + `"}}]}`, 400, "a string of more than 1536 bytes"},
+		// An oversize id is refused naming its field.
+		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"` + strings.Repeat("x", 2000) + `"}}]}`, 400, "items[0].dims.device must be 1-128 bytes"},
 		// Strict parsing: nothing malformed is dropped silently.
 		{"POST", "/v1/incr?cid=42&device=abc&eid=x%zz", "", 400, `malformed query parameter "eid=x%zz"`},
 		{"POST", "/v1/incr?cid=42&device=abc&windowHours=3%zz", "", 400, `malformed query parameter "windowHours=3%zz"`},
 		{"POST", "/v1/incr?cid=42&device=abc;windowHours=3", "", 400, "malformed query parameter"},
 		{"GET", "/v1/views?article=a%zz", "", 400, "malformed query parameter"},
 		{"GET", "/v1/limit/gate?policy=p&key=%zz", "", 400, "malformed query parameter"},
-		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"d"}}]}}`, 400, "nothing after it"},
-		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"d"}}]} [`, 400, "nothing after it"},
-		{"POST", "/v1/incr/batch", `{"items":[{"cid":"1","dims":{"device":"d"},"eid":"e"}]}x`, 400, "nothing after it"},
-		{"POST", "/v1/incr?cid=42&device=ab%E2%80%8Bc", "", 400, "invisible format characters"},
-		{"POST", "/v1/incr?cid=42&device=%EF%BB%BFabc", "", 400, "invisible format characters"},
+		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"d"}}]}}`, 400, "after top-level value"},
+		{"POST", "/v1/freq/batch", `{"items":[{"cid":"1","dims":{"device":"d"}}]} [`, 400, "after top-level value"},
+		{"POST", "/v1/incr/batch", `{"items":[{"cid":"1","dims":{"device":"d"},"eid":"e"}]}x`, 400, "after top-level value"},
+		{"POST", "/v1/incr?cid=42&device=ab%E2%80%8Bc", "", 400, "invisible"},
+		{"POST", "/v1/incr?cid=42&device=%EF%BB%BFabc", "", 400, "invisible"},
+		// Blank-rendering and default-ignorable code points outside Cf.
+		{"POST", "/v1/incr?cid=42&device=%E3%85%A4", "", 400, "device must be"},  // U+3164
+		{"POST", "/v1/incr?cid=42&device=a%EF%BE%A0", "", 400, "device must be"}, // U+FFA0
+		{"POST", "/v1/incr?cid=42&device=a%E2%A0%80", "", 400, "device must be"}, // U+2800
+		{"POST", "/v1/incr?cid=42&device=a%CD%8F", "", 400, "device must be"},    // U+034F
+		{"POST", "/v1/incr?cid=42&device=a%EF%B8%8F", "", 400, "device must be"}, // U+FE0F
+		// JSON is decoded strictly: exact member names, each once.
+		{"POST", "/v1/incr/batch", `{"Items":[{"cid":"1","dims":{"device":"d"}}]}`, 400, `"Items"`},
+		{"POST", "/v1/incr/batch", `{"items":[{"CID":"1","dims":{"device":"d"}}]}`, 400, `"CID" within "/items/0"`},
+		{"POST", "/v1/incr/batch", `{"items":[{"cid":"1","dims":{"device":"d"},"eid":"a","EID":"b"}]}`, 400, `"EID" within "/items/0"`},
+		{"POST", "/v1/incr/batch", `{"items":[{"cid":"1","dims":{"device":"d"},"eid":"a","eid":"b"}]}`, 400, `duplicate object member name "eid"`},
+		{"POST", "/v1/incr/batch", `{"items":[{"cid":"1","dims":{"device":"d","device":"e"}}]}`, 400, `duplicate object member name "device"`},
+		{"POST", "/v1/limit", `{"key":"` + strings.Repeat("k", 10_000) + `","algorithm":"gcra","limit":1,"period":"1s"}`, 400, "key must be 1-256 bytes"},
+		{"POST", "/v1/views", `{"article":"` + strings.Repeat("a", 10_000) + `","viewer":"v"}`, 400, "article must be 1-256 bytes"},
+		{"GET", "/v1/views?article=a&articel=b", "", 400, `unknown parameter "articel"`},
+		{"GET", "/v1/views?article=a&article=b", "", 400, "article must be given once"},
+		{"GET", "/v1/limit/gate?policy=p&key=k&kee=x", "", 400, `unknown parameter "kee"`},
+		{"GET", "/v1/limit/gate?policy=p&key=k&key=j", "", 400, "key must be given once"},
 		{"GET", "/v1/incr?cid=42&device=abc", "", 405, "not allowed"},
 		{"GET", "/v2/nothing", "", 404, "no such route"},
 	}

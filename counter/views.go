@@ -162,7 +162,7 @@ func (v *views) handleView() http.Handler {
 // read deadline (degraded to 0 when Redis cannot answer).
 func (v *views) handleTotal(deg *degrader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q, err := httpjson.Query(r)
+		q, err := httpjson.Params(r, map[string]bool{"article": false})
 		if err != nil {
 			httpjson.Error(w, r, v.log, err)
 			return

@@ -360,10 +360,10 @@ campaigns from dev/campaigns.json
   # a notice nobody signed: 403, not counted
   curl -si 'http://{callback}/win?cid=42&device=abc&eid=forged-1'
   curl -s 'http://{counter}/v1/freq?cid=42&device=abc&bundle=com.foo&tagid=7&windowHours=3'
-  curl -s -XPOST http://{counter}/v1/freq/batch -d '{"items":[{"cid":"42","dims":{"device":"abc","bundle":"com.foo"},"windowHours":[3]},{"cid":"43","dims":{"device":"abc"},"windowHours":[24]}]}'
+  curl -s -XPOST http://{counter}/v1/freq/batch -H 'Content-Type: application/json' -d '{"items":[{"cid":"42","dims":{"device":"abc","bundle":"com.foo"},"windowHours":[3]},{"cid":"43","dims":{"device":"abc"},"windowHours":[24]}]}'
 
   # campaigns, and counting straight on the counter
-  curl -s -XPUT http://{admin}/v1/campaigns/45 -d '{"winLimitHours":2}'
+  curl -s -XPUT http://{admin}/v1/campaigns/45 -H 'Content-Type: application/json' -d '{"winLimitHours":2}'
   curl -s -XPOST 'http://{counter}/v1/incr?cid=45&device=abc&windowHours=2&eid=try-1'
   curl -s http://{admin}/metrics | grep freqcap_callback_
 
@@ -371,7 +371,7 @@ campaigns from dev/campaigns.json
   curl -s -H 'Content-Type: application/json' -d '{"business_id":7,"key":"user:1","time_span":60,"time_unit":"TIME_UNIT_SEC"}' http://{counter}/freqcap.v1.FrequencyControl/AddFreq
 
   # rate limiting (seed 004): inline, and a named policy of dev/limits.yaml through the gate
-  curl -si -XPOST http://{counter}/v1/limit -d '{"key":"user:1","algorithm":"fixed_window","limit":3,"period":"1m","cost":1}'
+  curl -si -XPOST http://{counter}/v1/limit -H 'Content-Type: application/json' -d '{"key":"user:1","algorithm":"fixed_window","limit":3,"period":"1m","cost":1}'
   curl -si 'http://{counter}/v1/limit/gate?policy=login&key=alice'
 
 Ctrl-C stops everything.

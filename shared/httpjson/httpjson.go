@@ -7,10 +7,13 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"mime"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/freqcap/freqcap/shared/apierr"
 )
@@ -119,4 +122,26 @@ func Params(r *http.Request, allowed map[string]bool) (url.Values, error) {
 		}
 	}
 	return vals, nil
+}
+
+// RequireJSON refuses a request body that is not declared JSON: a form or
+// text/plain body is a mistake, not a request.
+func RequireJSON(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		return apierr.Invalid("Content-Type must be application/json, got %q", ct)
+	}
+	return nil
+}
+
+// Unmarshal decodes body, one JSON value with nothing after it, into v
+// strictly: member names exactly as the fields spell them (no other case),
+// each once, none unknown. A field an exact name would miss, or a name
+// given twice (where the last would win unseen), is an error naming its
+// place (a JSON pointer such as /items/3/eid).
+func Unmarshal(body []byte, v any, shape string) error {
+	if err := jsonv2.Unmarshal(body, v, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return apierr.Invalid("body must be JSON %s: %s", shape, strings.TrimPrefix(strings.TrimPrefix(err.Error(), "json: "), "jsontext: "))
+	}
+	return nil
 }

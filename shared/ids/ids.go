@@ -12,7 +12,7 @@ import (
 // CIDRule and IDRule describe the rules in error messages.
 const (
 	CIDRule = "1-64 characters of [A-Za-z0-9._-]"
-	IDRule  = "1-128 bytes of UTF-8 without whitespace, control or invisible format characters"
+	IDRule  = "1-128 bytes of UTF-8 without whitespace, control, invisible (default-ignorable) or blank characters"
 )
 
 // ValidCID reports whether s is a campaign (scope) id: 1-64 characters of
@@ -48,12 +48,25 @@ func ValidID(s string) bool {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError || unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+		if r == utf8.RuneError || unseen(r) {
 			return false
 		}
 		i += size
 	}
 	return true
+}
+
+// unseen reports a code point that renders as nothing or as blank space:
+// controls, Unicode's White_Space and Default_Ignorable_Code_Point (which
+// is the format characters, Other_Default_Ignorable_Code_Point such as
+// the Hangul fillers U+3164 and U+FFA0 and the combining grapheme joiner
+// U+034F, and the variation selectors), and the Braille blank U+2800.
+// Two ids that differ only by these look alike and would count apart.
+// The tables are Go's unicode package, kept to the Unicode version of the
+// Go release.
+func unseen(r rune) bool {
+	return unicode.IsControl(r) || r == 0x2800 ||
+		unicode.In(r, unicode.White_Space, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
 }
 
 // Random returns prefix followed by 96 random bits, URL-safe: an id for an
@@ -65,17 +78,17 @@ func Random(prefix string) string {
 }
 
 // KeyRule describes ValidKey in error messages.
-const KeyRule = "1-256 bytes of UTF-8 without control or invisible format characters"
+const KeyRule = "1-256 bytes of UTF-8 without control, invisible (default-ignorable) or blank characters but the space"
 
 // ValidKey reports whether s is a business key (seed 002): 1-256 bytes of
-// valid UTF-8 without control or format characters (zero-width spaces and
-// byte-order marks make look-alike keys). Spaces are allowed.
+// valid UTF-8 without the characters unseen refuses (zero-width spaces,
+// byte-order marks, fillers make look-alike keys), but the space.
 func ValidKey(s string) bool {
 	if len(s) == 0 || len(s) > 256 || !utf8.ValidString(s) {
 		return false
 	}
 	for _, r := range s {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+		if r != ' ' && unseen(r) {
 			return false
 		}
 	}

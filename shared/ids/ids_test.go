@@ -25,9 +25,25 @@ func TestValidID(t *testing.T) {
 		// Invisible format characters make look-alike ids.
 		"a\u200bb": false, "\ufeffabc": false, "a\u200db": false, "a\u2060b": false, "a\u202eb": false, "a\u00adb": false,
 		"émoji😀": true,
+		// Default-ignorable and blank-rendering code points outside Cf.
+		"\u3164": false, "a\u3164b": false, "a\uffa0b": false, "a\u2800b": false, "a\u034fb": false, "a\ufe0fb": false,
+		"a\u115fb": false, "a\u1160b": false, "a\U000e0100b": false, "a\u3000b": false, "a\u180eb": false,
+		"한글": true, "\u2801\u2803": true, "\u2714\ufe0f": false,
 	} {
 		if got := ValidID(s); got != want {
 			t.Errorf("ValidID(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func TestValidKey(t *testing.T) {
+	for s, want := range map[string]bool{
+		"user 42": true, "설명 키": true, strings.Repeat("k", 256): true,
+		"": false, strings.Repeat("k", 257): false, "a\u00a0b": false, "a\u3164b": false, "a\u2800b": false,
+		"a\u200bb": false, "a\tb": false, "\xff": false,
+	} {
+		if got := ValidKey(s); got != want {
+			t.Errorf("ValidKey(%q) = %v, want %v", s, got, want)
 		}
 	}
 }
