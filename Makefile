@@ -5,7 +5,7 @@ SERVICES := counter callback
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -modified)
 LDFLAGS := -s -w -X github.com/freqcap/freqcap/shared/buildinfo.Commit=$(COMMIT)
 
-.PHONY: help test test-cluster run smoke-run dashboard-check fuzz build bench gobench lint docker-check test-tools proto proto-check
+.PHONY: help test test-cluster run smoke-run dashboard-check fuzz build bench gobench lint docker-check test-tools redis-server proto proto-check
 
 # Code generation for proto/: pinned tools, installed into bin/tools.
 BUF_VERSION := v1.75.0
@@ -15,7 +15,7 @@ TOOLS := $(CURDIR)/bin/tools
 
 ## help: list the targets
 help:
-	@grep -E '^## [a-z-]+:' $(MAKEFILE_LIST) | sed 's/^## //' | awk -F': ' '{ printf "  make %-12s %s\n", $$1, $$2 }'
+	@grep -E '^## [a-z-]+:' $(MAKEFILE_LIST) | sed 's/^## //' | awk -F': ' '{ printf "  make %-16s %s\n", $$1, $$2 }'
 
 ## test: vet, then every test with the race detector against a real redis-server, then against a real Redis Cluster
 test: test-tools
@@ -28,7 +28,7 @@ test-cluster: test-tools
 	FREQCAP_TEST_REDIS=cluster $(GO) test -race -count=1 ./...
 
 ## run: build the services and start Redis, counter and callback locally (Ctrl-C stops them)
-run: build
+run: build redis-server
 	$(GO) build -o bin/stack ./dev/stack
 	exec bin/stack
 
@@ -89,15 +89,30 @@ lint:
 
 # Tests start their own redis-server, and check the dashboard's PromQL with
 # promtool (Debian's prometheus package); install what is missing.
-test-tools:
-	@need=; command -v redis-server >/dev/null 2>&1 || need="redis-server"; \
-	command -v promtool >/dev/null 2>&1 || need="$$need prometheus"; \
-	[ -z "$$need" ] && exit 0; \
+test-tools: redis-server
+	@command -v promtool >/dev/null 2>&1 && exit 0; \
+	$(call apt_install,prometheus,promtool (brew install prometheus))
+
+# make run and the tests need the real redis-server (Redis 7): install it
+# when it is missing.
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 && exit 0; \
+	$(call apt_install,redis-server,Redis 7 (brew install redis; https://redis.io/docs/latest/operate/oss_and_stack/install/))
+
+# apt_install installs a Debian package for the command it brings, or says
+# what to install elsewhere. Debian's packages also enable a server of
+# their own (redis-server on 6379, Prometheus) on a machine with systemd:
+# only the commands are wanted, so that server is stopped and disabled.
+define apt_install
 	if command -v apt-get >/dev/null 2>&1; then \
-		echo "installing with apt-get:$$need"; \
+		echo "installing with apt-get: $(1)"; \
 		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$need; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(1) || exit 1; \
+		if command -v systemctl >/dev/null 2>&1 && systemctl is-enabled $(1) >/dev/null 2>&1; then \
+			echo "the $(1) package enabled a service; only its command is needed here: stopping and disabling it"; \
+			$$SUDO systemctl disable --now $(1) >/dev/null 2>&1 || true; \
+		fi; \
 	else \
-		echo "required:$$need (Redis 7: brew install redis, https://redis.io/docs/latest/operate/oss_and_stack/install/; promtool: brew install prometheus)"; \
-		exit 1; \
+		echo "required: $(2)"; exit 1; \
 	fi
+endef

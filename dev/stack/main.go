@@ -1,6 +1,9 @@
-// Command stack runs freqcap on a developer's machine: Redis, then the
-// services built into bin/, with curl lines to try. It is a development tool
-// only; the embedded Redis it may fall back to never ships in a service.
+// Command stack runs freqcap on a developer's machine: redis-server, then
+// the services built into bin/, with curl lines to try. It is a
+// development tool only. It runs the real redis-server (make run installs
+// it when it is missing), never an emulation: the services need Redis 7's
+// scripts, client tracking and memory checks, which no embedded stand-in
+// has.
 //
 // It checks that every port it needs is free before it starts anything,
 // that what answers on each is its own child, and stops everything (exit
@@ -28,8 +31,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/alicebob/miniredis/v2"
 
 	"github.com/freqcap/freqcap/client"
 )
@@ -114,6 +115,12 @@ func (c *child) exitErr() error {
 func run(ctx context.Context, out io.Writer, getenv func(string) string) error {
 	a := loadAddrs(getenv)
 	redisURL := getenv("REDIS_URL")
+	release, err := claimPIDFile(pidFile)
+	if err != nil {
+		return err
+	}
+	defer release()
+	fmt.Fprintf(out, "freqcap stack pid %d: Ctrl-C here, or kill -INT %d from elsewhere, stops it\n", os.Getpid(), os.Getpid())
 	// Every port first: nothing is started, and nothing written into
 	// somebody else's Redis, when one is taken.
 	ports := [][2]string{{a.counter, "COUNTER_ADDR"}, {a.counterOps, "COUNTER_OPS_ADDR"}, {a.callback, "CALLBACK_ADDR"}, {a.admin, "CALLBACK_ADMIN_ADDR"}}
@@ -139,15 +146,11 @@ func run(ctx context.Context, out io.Writer, getenv func(string) string) error {
 		}
 	}()
 	if redisURL == "" {
-		u, c, stopEmbedded, err := startRedis(ctx, out, a.redis)
+		u, c, err := startRedis(ctx, out, a.redis)
 		if err != nil {
 			return err
 		}
-		if c != nil {
-			children = append(children, c)
-		} else {
-			defer stopEmbedded()
-		}
+		children = append(children, c)
 		redisURL = u
 	} else {
 		fmt.Fprintf(out, "using the Redis at REDIS_URL=%s\n", redisURL)
@@ -198,6 +201,43 @@ func run(ctx context.Context, out io.Writer, getenv func(string) string) error {
 	}
 }
 
+// pidFile holds the pid of the stack running from this directory.
+const pidFile = "bin/stack.pid"
+
+// claimPIDFile writes this process's pid to path, unless the stack whose
+// pid is there is still running: then it says so (a second make run
+// would otherwise find its ports taken and be sent looking elsewhere).
+// release removes the file.
+func claimPIDFile(path string) (release func(), err error) {
+	if b, err := os.ReadFile(path); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid != os.Getpid() && alive(pid) {
+			return nil, fmt.Errorf("another freqcap stack is running from this directory (pid %d): stop it with Ctrl-C in its terminal, or kill -INT %d", pid, pid)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	return func() { _ = os.Remove(path) }, nil
+}
+
+// alive reports whether pid is a running stack (not a zombie, nor a
+// process that took the pid of one that died without removing its file).
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // no /proc (macOS): the signal test is all there is
+	}
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	_, rest, _ := strings.Cut(string(stat), ") ")
+	return !strings.HasPrefix(rest, "Z") && strings.Contains(string(cmdline), "stack")
+}
+
 // free reports whether nothing listens on addr.
 func free(addr string) error {
 	l, err := net.Listen("tcp", addr)
@@ -208,36 +248,25 @@ func free(addr string) error {
 }
 
 // startRedis starts redis-server from PATH on addr and checks that the
-// Redis answering there is that process; without redis-server it falls
-// back to an in-process miniredis (c nil, stop set).
-func startRedis(ctx context.Context, out io.Writer, addr string) (url string, c *child, stop func(), err error) {
+// Redis answering there is that process.
+func startRedis(ctx context.Context, out io.Writer, addr string) (url string, c *child, err error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		m, err := miniredis.Run()
-		if err != nil {
-			return "", nil, nil, err
-		}
-		fmt.Fprintf(out, `
-!!! redis-server not found: using an EMBEDDED in-process Redis (miniredis) on %s.
-!!! Counts are NOT persistent and client-side caching is OFF.
-!!! Install redis-server (Debian: apt-get install redis-server) for the real thing.
-
-`, m.Addr())
-		// miniredis has no client tracking and no CLUSTER command.
-		return "redis://" + m.Addr() + "?client_cache=0&single=1", nil, m.Close, nil
+		return "", nil, errors.New("redis-server is not on PATH: make run installs it with apt-get on Debian and Ubuntu; " +
+			"elsewhere install Redis 7 (brew install redis), or set REDIS_URL to a Redis 7 of yours")
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", nil, nil, fmt.Errorf("STACK_REDIS_ADDR %q: %w", addr, err)
+		return "", nil, fmt.Errorf("STACK_REDIS_ADDR %q: %w", addr, err)
 	}
 	dir, err := os.MkdirTemp("", "freqcap-redis-")
 	if err != nil {
-		return "", nil, nil, err
+		return "", nil, err
 	}
 	cmd := exec.Command(bin, "--port", port, "--bind", host, "--dir", dir, "--save", "", "--appendonly", "no")
 	c, err = start("redis-server", cmd)
 	if err != nil {
-		return "", nil, nil, err
+		return "", nil, err
 	}
 	go func() {
 		<-c.exited
@@ -245,10 +274,10 @@ func startRedis(ctx context.Context, out io.Writer, addr string) (url string, c 
 	}()
 	if err := waitOwnRedis(ctx, c, addr); err != nil {
 		c.stop()
-		return "", nil, nil, err
+		return "", nil, err
 	}
 	fmt.Fprintf(out, "redis-server %s on %s (pid %d, data in %s, not persisted)\n", bin, addr, cmd.Process.Pid, dir)
-	return "redis://" + addr, c, nil, nil
+	return "redis://" + addr, c, nil
 }
 
 // waitOwnRedis waits until the Redis on addr answers with c's pid.

@@ -122,6 +122,21 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 	}
 }
 
+// Without redis-server on PATH (and no REDIS_URL) the stack stops at once
+// and says what to install: it never falls back to an emulation whose
+// scripts fail (an embedded miniredis could not run count.lua) while
+// notices are answered 204.
+func TestStackNeedsARealRedis(t *testing.T) {
+	dir := stackDir(t)
+	l := launch(t, dir, "PATH="+t.TempDir())
+	if code := l.wait(t); code != 1 {
+		t.Fatalf("exit status %d, want 1", code)
+	}
+	if !strings.Contains(l.logs(), "redis-server is not on PATH") || strings.Contains(l.logs(), "freqcap is up") {
+		t.Errorf("output:\n%s\nwant it to say redis-server is not on PATH, and start nothing", l.logs())
+	}
+}
+
 // make run starts Redis, counter and callback on the addresses it is
 // given, counts a notice, and Ctrl-C stops it cleanly (status 0).
 func TestStackRunsCountsAndStopsCleanly(t *testing.T) {
@@ -132,6 +147,11 @@ func TestStackRunsCountsAndStopsCleanly(t *testing.T) {
 		if !strings.Contains(l.logs(), want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+	// A second make run from the same directory names the first.
+	second := launch(t, dir)
+	if code := second.wait(t); code != 1 || !strings.Contains(second.logs(), fmt.Sprintf("another freqcap stack is running from this directory (pid %d)", l.cmd.Process.Pid)) {
+		t.Errorf("a second stack: status %d, output %q", code, second.logs())
 	}
 	// make run signs notices with its development key: a signed one counts,
 	// an unsigned one is refused.
