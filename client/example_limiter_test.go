@@ -9,9 +9,9 @@ import (
 )
 
 func ExampleLimiter() {
-	// Once, at start-up. Local: learn each policy's rate from the
-	// counter's RateLimit-Policy field and stop sending what it would
-	// refuse. The policy "export" is 5 per hour (COUNTER_LIMITS_FILE).
+	// Once, at start-up. Local: once the counter refuses a check, answer
+	// the same check locally until its Retry-After, without a round trip.
+	// The policy "export" is 5 per hour (COUNTER_LIMITS_FILE).
 	l, err := client.NewLimiter(counterURL, client.LimiterOptions{Timeout: time.Second, Local: true, Token: testToken})
 	if err != nil {
 		panic(err)
@@ -33,5 +33,5 @@ func ExampleLimiter() {
 	}
 	fmt.Printf("admitted %d, refused locally %d, refused by the counter %d\n", admitted, refusedLocally, refusedByCounter)
 	// Output:
-	// admitted 5, refused locally 3, refused by the counter 0
+	// admitted 5, refused locally 2, refused by the counter 1
 }

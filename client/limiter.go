@@ -12,24 +12,22 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dunglas/httpsfv"
-	"golang.org/x/time/rate"
-
 	"github.com/freqcap/freqcap/shared/counting"
 )
 
-// Limiter checks rate limits on the counter (POST /v1/limit, seed 004).
+// Limiter checks rate limits on the counter (POST /v1/limit).
 // Checks have a deadline and fail open: when the counter cannot answer in
 // time, the check is admitted, Degraded, with an error saying why.
 //
-// With Local set, it also limits on the caller's side: it learns each
-// policy's rate from the counter's RateLimit-Policy field (q per w
-// seconds) and keeps a golang.org/x/time/rate limiter per policy and key,
-// started at the remaining the counter reported; a check that limiter
-// refuses, or one made before a refusal's Retry-After has passed, is
-// answered refused locally (Verdict.Local) without a round trip. The
-// counter stays the authority: the local limiter only stops a caller from
-// sending what would be refused.
+// With Local set, it also limits on the caller's side, and is never
+// stricter than the counter: once the counter refuses a check with a
+// Retry-After, the same check (policy or rule, key, and a cost at least
+// as high) is answered refused locally (Verdict.Local), without a round
+// trip, until that time has passed; then the counter is asked again. It
+// refuses nothing the counter has not refused: a local model of a
+// policy's limits (a token bucket at its slowest rate, say) would refuse
+// hits the counter admits, as a policy of 5 a minute and 20 a day did for
+// an hour after 5 hits.
 type Limiter struct {
 	endpoint string
 	hc       *http.Client
@@ -68,10 +66,11 @@ func (v Verdict) RetryAfter() time.Duration {
 	return time.Duration(v.RetryAfterMs) * time.Millisecond
 }
 
-// learned is what the counter said about one policy and key.
+// learned is what the counter said about one check: refused until
+// blocked for a cost of at least cost.
 type learned struct {
-	lim     *rate.Limiter // nil until a RateLimit-Policy was seen
-	blocked time.Time     // refused until then (a Retry-After)
+	blocked time.Time
+	cost    int64
 }
 
 // NewLimiter returns a Limiter for the counter at counterURL.
@@ -154,7 +153,7 @@ func (l *Limiter) Check(ctx context.Context, req counting.LimitRequest) (Verdict
 		return failOpen(err), fmt.Errorf("freqcap client: rate-limit check failed open: %w", err)
 	}
 	if l.local && !v.Degraded {
-		l.learn(id, resp.Header, &v.LimitAnswer, cost)
+		l.learn(id, &v.LimitAnswer, cost)
 	}
 	return v, nil
 }
@@ -167,7 +166,8 @@ func failOpen(err error) Verdict {
 	return v
 }
 
-// refuseLocally answers a check the local limiter refuses.
+// refuseLocally answers a check the counter refused, until its
+// Retry-After has passed.
 func (l *Limiter) refuseLocally(id string, cost int64) (Verdict, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -176,78 +176,38 @@ func (l *Limiter) refuseLocally(id string, cost int64) (Verdict, bool) {
 		return Verdict{}, false
 	}
 	now := l.now()
-	refused := Verdict{Local: true}
-	if now.Before(s.blocked) {
-		refused.RetryAfterMs = s.blocked.Sub(now).Milliseconds() + 1
-		return refused, true
-	}
-	if s.lim == nil {
+	if !now.Before(s.blocked) {
+		delete(l.learned, id)
 		return Verdict{}, false
 	}
-	r := s.lim.ReserveN(now, int(cost))
-	if !r.OK() {
-		refused.RetryAfterMs = -1
-		return refused, true
+	if cost < s.cost {
+		return Verdict{}, false
 	}
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		refused.RetryAfterMs = d.Milliseconds() + 1
-		return refused, true
-	}
-	return Verdict{}, false
+	return Verdict{Local: true, LimitAnswer: counting.LimitAnswer{RetryAfterMs: s.blocked.Sub(now).Milliseconds() + 1}}, true
 }
 
-// learn keeps what an answer says: the policy's rate (the slowest of its
-// limits), the remaining the counter reported, a refusal's retry-after.
-func (l *Limiter) learn(id string, h http.Header, a *counting.LimitAnswer, cost int64) {
+// learn keeps a refusal's Retry-After, and forgets it once the counter
+// admits the check.
+func (l *Limiter) learn(id string, a *counting.LimitAnswer, cost int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := l.learned[id]
-	if s == nil {
-		s = &learned{}
-		l.learned[id] = s
+	if a.Allowed || a.Shadowed || a.RetryAfterMs <= 0 {
+		delete(l.learned, id)
+		return
 	}
 	now := l.now()
-	if !a.Allowed && !a.Shadowed && a.RetryAfterMs > 0 {
-		s.blocked = now.Add(time.Duration(a.RetryAfterMs) * time.Millisecond)
+	if len(l.learned) >= maxLearned {
+		for k, s := range l.learned {
+			if !now.Before(s.blocked) {
+				delete(l.learned, k)
+			}
+		}
+		if len(l.learned) >= maxLearned {
+			return // full of live refusals: the counter answers this one
+		}
 	}
-	if s.lim != nil {
-		return
-	}
-	q, w, ok := slowestPolicy(h.Values("RateLimit-Policy"))
-	if !ok {
-		return
-	}
-	s.lim = rate.NewLimiter(rate.Limit(float64(q)/w.Seconds()), int(q))
-	// Start where the counter is: it has Remaining left after this check.
-	s.lim.AllowN(now, int(max(q-a.Remaining, 0)))
+	l.learned[id] = &learned{blocked: now.Add(time.Duration(a.RetryAfterMs) * time.Millisecond), cost: cost}
 }
 
-// slowestPolicy is the limit of a RateLimit-Policy field with the lowest
-// rate: its quota q per window w.
-func slowestPolicy(values []string) (int64, time.Duration, bool) {
-	list, err := httpsfv.UnmarshalList(values)
-	if err != nil {
-		return 0, 0, false
-	}
-	var bestQ int64
-	var bestW time.Duration
-	for _, m := range list {
-		it, ok := m.(httpsfv.Item)
-		if !ok {
-			continue
-		}
-		qv, okq := it.Params.Get("q")
-		wv, okw := it.Params.Get("w")
-		q, ok1 := qv.(int64)
-		ws, ok2 := wv.(int64)
-		if !okq || !okw || !ok1 || !ok2 || q <= 0 || ws <= 0 {
-			continue
-		}
-		w := time.Duration(ws) * time.Second
-		if bestQ == 0 || float64(q)/w.Seconds() < float64(bestQ)/bestW.Seconds() {
-			bestQ, bestW = q, w
-		}
-	}
-	return bestQ, bestW, bestQ > 0
-}
+// maxLearned bounds the refusals a Limiter keeps.
+const maxLearned = 100_000

@@ -64,10 +64,40 @@ func TestLocalLimiterStopsSendingWhatWouldBeRefused(t *testing.T) {
 	if allowed != 5 {
 		t.Fatalf("admitted %d of 20, want the policy's 5", allowed)
 	}
-	// 5 admitted by the counter; the 6th is the first the local limiter
-	// (5 per hour, learned from RateLimit-Policy) refuses.
-	if sent := checksSent(t, "export"); sent != 5 || local != 15 {
-		t.Fatalf("%v checks reached the counter, %d answered locally; want 5 and 15", sent, local)
+	// 5 admitted by the counter, the 6th refused by it with a Retry-After;
+	// the local limiter answers the other 14 until then.
+	if sent := checksSent(t, "export"); sent != 6 || local != 14 {
+		t.Fatalf("%v checks reached the counter, %d answered locally; want 6 and 14", sent, local)
+	}
+}
+
+// The local limiter is never stricter than the counter: on a policy of 5 a
+// minute and 20 a day, 5 hits are refused for at most the minute, as the
+// counter refuses them (a local rate at the policy's slowest limit
+// refused for over an hour).
+func TestLocalLimiterIsNeverStricterThanTheCounter(t *testing.T) {
+	l, err := client.NewLimiter(counterURL, client.LimiterOptions{Timeout: time.Second, Local: true, Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 5 {
+		if v, err := l.Allow(ctx, "login", "alice"); err != nil || !v.Allowed {
+			t.Fatalf("hit %d: %+v %v", i, v, err)
+		}
+	}
+	v, err := l.Allow(ctx, "login", "alice")
+	if err != nil || v.Allowed || v.Local || v.RetryAfter() <= 0 || v.RetryAfter() > time.Minute {
+		t.Fatalf("the 6th hit: %+v %v, want refused by the counter for at most a minute", v, err)
+	}
+	counter := v.RetryAfter()
+	v, err = l.Allow(ctx, "login", "alice")
+	if err != nil || v.Allowed || !v.Local || v.RetryAfter() > counter {
+		t.Fatalf("the 7th hit: %+v %v, want refused locally for at most the counter's %s", v, err, counter)
+	}
+	// Another key, and a smaller cost than the one refused, still ask.
+	if v, err := l.Allow(ctx, "login", "bob"); err != nil || !v.Allowed || v.Local {
+		t.Errorf("another key: %+v %v, want admitted by the counter", v, err)
 	}
 }
 

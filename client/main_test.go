@@ -28,6 +28,10 @@ const testPolicies = `
 policies:
   - {name: api, algorithm: sliding_log, limit: 3, period: 1m}
   - {name: export, algorithm: fixed_window, limit: 5, period: 1h}
+  - name: login
+    limits:
+      - {algorithm: sliding_log, limit: 5, period: 1m}
+      - {algorithm: fixed_window, limit: 20, period: 24h}
   - name: burst
     limits:
       - {algorithm: gcra, limit: 2, period: 1s}
