@@ -62,6 +62,8 @@ func (l *limiter) check(ctx context.Context, reqs []counting.LimitRequest, batch
 			*a = counting.LimitAnswer{Allowed: r.Allowed, Remaining: r.Remaining, RetryAfterMs: r.RetryAfterMs,
 				ResetAfterMs: r.ResetAfterMs, DelayMs: r.DelayMs, Shadowed: r.Shadowed, Limits: r.Limits}
 			switch {
+			case items[i].Hits == 0:
+				outcome = "peeked"
 			case r.Shadowed:
 				outcome = "shadowed"
 			case !r.Allowed:

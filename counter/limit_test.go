@@ -77,9 +77,12 @@ func TestLimitEndpoint(t *testing.T) {
 	}
 
 	// A named policy of two limits: all or nothing, both in the fields.
+	// A peek (cost 0) answers what a hit of 1 would get, consuming
+	// nothing: refused with its retry-after once the limit is spent.
 	for i, want := range []bool{true, true, false} {
-		if code, _, m := post(t, base+"/v1/limit", `{"policy":"login","key":"alice","cost":0}`); code != 200 || m["allowed"] != true {
-			t.Fatalf("peek %d: %d %v", i, code, m)
+		code, _, m := post(t, base+"/v1/limit", `{"policy":"login","key":"alice","cost":0}`)
+		if retry, _ := m["retryAfterMs"].(float64); code != 200 || m["allowed"] != want || (want != (retry == 0)) {
+			t.Fatalf("peek %d: %d %v, want allowed %v (a retry-after when refused)", i, code, m, want)
 		}
 		_, h, m := post(t, base+"/v1/limit", `{"policy":"login","key":"alice"}`)
 		if m["allowed"] != want || len(m["limits"].([]any)) != 2 {

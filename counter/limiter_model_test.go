@@ -273,6 +273,9 @@ func newModel(s counting.Spec) limiterModel {
 type allModel []limiterModel
 
 func (m allModel) decide(now, cost int64, commit bool) (bool, bool, []modelAnswer) {
+	if cost == 0 {
+		return m.peek(now)
+	}
 	as := make([]modelAnswer, len(m))
 	all, never := true, false
 	for i, l := range m {
@@ -289,6 +292,26 @@ func (m allModel) decide(now, cost int64, commit bool) (bool, bool, []modelAnswe
 		}
 	}
 	return all, never, as
+}
+
+// peek is what a hit of cost 1 would get, consuming nothing: each limit's
+// decision and delay for that hit, its remaining and reset as they are
+// now; when one limit would refuse it, the others answer as they are.
+func (m allModel) peek(now int64) (bool, bool, []modelAnswer) {
+	as, cur := make([]modelAnswer, len(m)), make([]modelAnswer, len(m))
+	all := true
+	for i, l := range m {
+		cur[i] = l.decide(now, 0, false)
+		hit := l.decide(now, 1, false)
+		as[i] = modelAnswer{allowed: hit.allowed, never: hit.never, remaining: cur[i].remaining, resetUs: cur[i].resetUs, delayUs: hit.delayUs}
+		all = all && hit.allowed
+	}
+	for i := range as {
+		if !all && as[i].allowed {
+			as[i] = cur[i]
+		}
+	}
+	return all, false, as
 }
 
 // retryAfter is the first later millisecond at which the models admit the

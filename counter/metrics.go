@@ -46,7 +46,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		limitChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "freqcap_counter_limit_checks_total",
-			Help: "Rate-limit checks by policy (inline for inline rules) and outcome: allowed, refused, shadowed (shadow mode admitted what enforcing would refuse), degraded (Redis failed, admitted).",
+			Help: "Rate-limit checks by policy (inline for inline rules) and outcome: allowed, refused, shadowed (shadow mode admitted what enforcing would refuse), degraded (Redis failed, admitted), peeked (cost 0: answered, nothing taken).",
 		}, []string{"policy", "outcome"}),
 		staleReads: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "freqcap_counter_stale_reads_total",

@@ -39,8 +39,10 @@ func TestRateLimiterOverGRPCAndConnect(t *testing.T) {
 			}
 			peek := proto.Clone(check).(*freqcapv1.CheckReq)
 			peek.Cost = proto.Int64(0)
-			if rsp, err := c.Check(ctx, connect.NewRequest(peek)); err != nil || !rsp.Msg.GetAllowed() || rsp.Msg.GetRemaining() != 0 {
-				t.Fatalf("peek: %v %v", rsp, err)
+			// A peek at a spent key: what a hit of 1 would get, nothing taken.
+			if rsp, err := c.Check(ctx, connect.NewRequest(peek)); err != nil || rsp.Msg.GetAllowed() || rsp.Msg.GetRemaining() != 0 ||
+				rsp.Msg.GetRetryAfterMs() <= 0 || rsp.Msg.GetRetryAfterMs() > 60_000 {
+				t.Fatalf("peek: %v %v, want refused with a retry-after", rsp, err)
 			}
 
 			rsp, err := c.BatchCheck(ctx, connect.NewRequest(&freqcapv1.BatchCheckReq{Checks: []*freqcapv1.CheckReq{

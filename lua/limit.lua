@@ -7,7 +7,9 @@
 --
 -- KEYS[i] the key of limit i
 -- ARGV[1] now, unix ms
--- ARGV[2] cost (0 = peek)
+-- ARGV[2] cost (0 = peek: what a hit of cost 1 would get, its decision,
+--         retry-after and delay, with remaining and reset as they are;
+--         nothing is consumed)
 -- ARGV[3] grace, ms: keys live this long past the instant they stop
 --         mattering, for counter instances whose clocks lag
 -- ARGV[4+5(i-1) ..] limit i: kind, limit, period ms, param (burst,
@@ -26,6 +28,10 @@ local answers, writes, all = {}, {}, 1
 for i = 1, n do
   local a = 3 + (i - 1) * 5
   local r, w = kinds[ARGV[a + 1]](KEYS[i], now, cost, tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), ARGV[a + 5], grace)
+  if cost == 0 then
+    local hit = kinds[ARGV[a + 1]](KEYS[i], now, 1, tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), ARGV[a + 5], grace)
+    r, w = {hit[1], r[2], hit[3], r[4], hit[5]}, nil
+  end
   answers[i], writes[i] = r, w
   if r[1] == 0 then all = 0 end
 end

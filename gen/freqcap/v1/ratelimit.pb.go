@@ -247,7 +247,9 @@ type CheckReq struct {
 	Capacity  int64                  `protobuf:"varint,7,opt,name=capacity,proto3" json:"capacity,omitempty"`
 	Acquire   bool                   `protobuf:"varint,8,opt,name=acquire,proto3" json:"acquire,omitempty"`
 	Limits    []*Rule                `protobuf:"bytes,9,rep,name=limits,proto3" json:"limits,omitempty"`
-	// cost defaults to 1; 0 peeks without consuming.
+	// cost defaults to 1; 0 peeks: what a hit of 1 would get (allowed,
+	// retry_after_ms, delay_ms), with remaining and reset as they are,
+	// consuming nothing.
 	Cost          *int64 `protobuf:"varint,10,opt,name=cost,proto3,oneof" json:"cost,omitempty"`
 	Mode          Mode   `protobuf:"varint,11,opt,name=mode,proto3,enum=freqcap.v1.Mode" json:"mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
