@@ -20,6 +20,7 @@ type Config struct {
 	AdminTokenList     string        `env:"CALLBACK_ADMIN_TOKENS" help:"bearer tokens the admin API (/v1/campaigns) requires, comma separated; none: no authentication"`
 	CounterURL         string        `env:"COUNTER_URL" envDefault:"http://127.0.0.1:8081" help:"the counter"`
 	RedisURL           string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379" help:"rueidis URL redis://[user:pass@]host:port[/db] (?addr= more seed nodes; Cluster is detected)"`
+	RedisPassword      string        `env:"REDIS_PASSWORD" help:"the Redis password, kept out of REDIS_URL (a password in REDIS_URL is used when this is empty)"`
 	SchemaRefresh      time.Duration `env:"CALLBACK_SCHEMA_REFRESH" envDefault:"30s" help:"how often the counter's GET /v1/schema is read"`
 	SigningKeys        string        `env:"CALLBACK_SIGNING_KEYS" help:"kid:base64secret,... notice URLs must be signed with (several for rotation); none: notices are unauthenticated"`
 	MaxNoticeAge       string        `env:"CALLBACK_MAX_NOTICE_AGE" envDefault:"win:30m,billing:4h,imp:4h" help:"how far ahead a signed notice's exp may be, per event (event:duration,...; one duration for every event); callback remembers each notice until its exp"`

@@ -1230,7 +1230,8 @@ func composeRedisArgs(t *testing.T) []string {
 func TestServicesRunOnComposesRedis(t *testing.T) {
 	args := composeRedisArgs(t)
 	s := &stack{t: t, redis: redistest.StartSingle(t, args...)}
-	s.redisURL = "redis://freqcap:freqcap-dev-password@" + s.redis.Addr
+	// As compose passes it: the user in REDIS_URL, the password apart.
+	s.redisURL = "redis://freqcap@" + s.redis.Addr
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.redis.Addr}, Username: "freqcap", Password: "freqcap-dev-password"})
 	if err != nil {
 		t.Fatal(err)
@@ -1243,10 +1244,10 @@ func TestServicesRunOnComposesRedis(t *testing.T) {
 	s.counterAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	ops := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	s.counter = proctest.Start(t, filepath.Join(bins, "counter"), "http://"+s.counterAddr+"/healthz",
-		"COUNTER_ADDR="+s.counterAddr, "COUNTER_OPS_ADDR="+ops, "REDIS_URL="+s.url(), "LOG_FORMAT=json")
+		"COUNTER_ADDR="+s.counterAddr, "COUNTER_OPS_ADDR="+ops, "REDIS_URL="+s.url(), "REDIS_PASSWORD=freqcap-dev-password", "LOG_FORMAT=json")
 	s.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	s.admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-	s.callback = s.startCallback()
+	s.callback = s.startCallback("REDIS_PASSWORD=freqcap-dev-password")
 	if code, _, body := s.do("PUT", "http://"+s.admin+"/v1/campaigns/cz", `{"winLimitHours":2}`); code != 200 {
 		t.Fatalf("PUT campaign: %d %s", code, body)
 	}

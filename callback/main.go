@@ -146,5 +146,8 @@ func tuneRedis(s Settings) func(*rueidis.ClientOption) {
 		// The campaigns' client-side cache, unknown campaigns included:
 		// bounded, least recently used entries go first.
 		opt.CacheSizeEachConn = s.CampaignCacheBytes
+		if s.RedisPassword != "" {
+			opt.Password = s.RedisPassword
+		}
 	}
 }

@@ -18,6 +18,7 @@ type Config struct {
 	OpsAddr          string        `env:"COUNTER_OPS_ADDR" envDefault:"127.0.0.1:9081" help:"ops listener: metrics, pprof, health (no token)"`
 	AuthTokens       string        `env:"COUNTER_AUTH_TOKENS" help:"bearer tokens the API requires, comma separated (several for rotation); none: no authentication"`
 	RedisURL         string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379" help:"rueidis URL redis://[user:pass@]host:port[/db] (?addr= more seed nodes; Cluster is detected)"`
+	RedisPassword    string        `env:"REDIS_PASSWORD" help:"the Redis password, kept out of REDIS_URL (a password in REDIS_URL is used when this is empty)"`
 	Timezone         string        `env:"COUNTER_TIMEZONE" envDefault:"UTC" help:"IANA zone whose midnight ends the natural day"`
 	Dimensions       string        `env:"COUNTER_DIMENSIONS" envDefault:"device,bundle,tagid" help:"dimension parameter names"`
 	CachedDims       string        `env:"COUNTER_CACHED_DIMENSIONS" envDefault:"bundle,tagid" help:"dimensions read through client-side caching (hot keys)"`

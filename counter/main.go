@@ -141,6 +141,9 @@ func newStore(rdb rueidis.Client, reach *redisconn.Reach, s Settings, m *metrics
 func openRedis(s Settings, reach *redisconn.Reach) (rueidis.Client, error) {
 	rdb, err := redisconn.Open(s.RedisURL, func(opt *rueidis.ClientOption) {
 		reach.Install(opt)
+		if s.RedisPassword != "" {
+			opt.Password = s.RedisPassword
+		}
 		// Commands of concurrent requests that arrive within the delay
 		// share one write to Redis: fewer syscalls on both sides, for
 		// microseconds of latency.
