@@ -278,6 +278,9 @@ func parseAPIHTTP(t *testing.T, path string, vars map[string]string) []apiReques
 // refused with 403", "answers 400", "is a 400", "INVALID_ARGUMENT (400)".
 var refusedWith = regexp.MustCompile(`(?:(?:with|answers|is a) |\()(40[034])\b`)
 
+// promised finds what a title says an answer holds: "name": value.
+var promised = regexp.MustCompile(`"(\w+)": (true|false|-?\d+)`)
+
 // runAPIHTTP sends every request of api.http in order, as a newcomer
 // running it top to bottom would, and checks that what each title says
 // is what happens.
@@ -319,6 +322,12 @@ func runAPIHTTP(t *testing.T, a addrs) {
 		dup := strings.Contains(body, `"duplicate":true`)
 		if strings.Contains(r.title, `"duplicate": true`) != dup && strings.HasPrefix(r.url, vars["counter"]+"/v1/incr?") {
 			t.Errorf("%s: duplicate %v: %.300s", r.title, dup, body)
+		}
+		// What a title promises of the answer ("shadowed": true), the answer holds.
+		for _, m := range promised.FindAllStringSubmatch(r.title, -1) {
+			if want := `"` + m[1] + `":` + m[2]; !strings.Contains(body, want) {
+				t.Errorf("%s: the answer lacks %s: %.300s", r.title, want, body)
+			}
 		}
 	}
 }
