@@ -24,4 +24,15 @@ func TestDashboardPlotsOnlyMetricsCallbackExports(t *testing.T) {
 	if checked < 10 {
 		t.Fatalf("only %d callback metrics found in the dashboard", checked)
 	}
+	// And every metric of the alert rules (docs/operations.md).
+	problems, alerted, err := rec.Unregistered("../dev/observability/alerts.yml", "freqcap_counter_")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+	if alerted < 3 {
+		t.Fatalf("only %d callback metrics found in the alert rules", alerted)
+	}
 }

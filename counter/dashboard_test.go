@@ -25,4 +25,15 @@ func TestDashboardPlotsOnlyMetricsTheCounterExports(t *testing.T) {
 	if checked < 8 {
 		t.Fatalf("only %d counter metrics found in the dashboard", checked)
 	}
+	// And every metric of the alert rules (docs/operations.md).
+	problems, alerted, err := rec.Unregistered("../dev/observability/alerts.yml", "freqcap_callback_")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+	if alerted < 3 {
+		t.Fatalf("only %d counter metrics found in the alert rules", alerted)
+	}
 }

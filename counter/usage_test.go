@@ -10,14 +10,14 @@ import (
 	"github.com/freqcap/freqcap/shared/config"
 )
 
-// --help lists every variable with its default, and README's table says
-// the same; --version names the build.
-func TestHelpAndVersionAgreeWithREADME(t *testing.T) {
+// --help lists every variable with its default, and docs/configuration.md
+// says the same; --version names the build.
+func TestHelpAndVersionAgreeWithTheDocs(t *testing.T) {
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"--help"}, nil, &out); err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Command dashboard renders the freqcap Grafana dashboard without Grafana:
 // it runs every panel's queries against a Prometheus (query_range over the
 // last -range) and writes one static HTML page of SVG charts laid out on
-// the dashboard's own grid. README's screenshot is this page, taken with
+// the dashboard's own grid. docs/operations.md's screenshot is this page, taken with
 // headless Chromium from a real run; with Grafana at hand, use compose's
 // observability profile instead.
 //

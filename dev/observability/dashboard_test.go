@@ -40,6 +40,12 @@ func TestPrometheusConfigIsValid(t *testing.T) {
 	promtool(t, "check", "config", "prometheus.yml")
 }
 
+// The alert rules docs/operations.md lists are valid (their metrics are
+// checked against the services' in the services' dashboard tests).
+func TestAlertRulesAreValid(t *testing.T) {
+	promtool(t, "check", "rules", "alerts.yml")
+}
+
 // The dashboard is well formed: every panel on the provisioned data
 // source, inside the 24-column grid, not over another, and every query
 // valid PromQL (checked by promtool as recording rules).

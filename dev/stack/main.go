@@ -396,10 +396,10 @@ campaigns from dev/campaigns.json
   curl -s -XPOST 'http://{counter}/v1/incr?cid=45&device=abc&windowHours=2&eid=try-1'
   curl -s http://{admin}/metrics | grep freqcap_callback_
 
-  # the generic frequency-control API (seed 002), Connect JSON
+  # the generic frequency-control API, Connect JSON
   curl -s -H 'Content-Type: application/json' -d '{"business_id":7,"key":"user:1","time_span":60,"time_unit":"TIME_UNIT_SEC"}' http://{counter}/freqcap.v1.FrequencyControl/AddFreq
 
-  # rate limiting (seed 004): inline, and a named policy of dev/limits.yaml through the gate
+  # rate limiting: inline, and a named policy of dev/limits.yaml through the gate
   curl -si -XPOST http://{counter}/v1/limit -H 'Content-Type: application/json' -d '{"key":"user:1","algorithm":"fixed_window","limit":3,"period":"1m","cost":1}'
   curl -si 'http://{counter}/v1/limit/gate?policy=login&key=alice'
 

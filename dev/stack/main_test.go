@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,6 +178,7 @@ func TestStackRunsCountsAndStopsCleanly(t *testing.T) {
 		return strings.Contains(string(b), `"day":1`)
 	})
 	t.Run("api.http top to bottom", func(t *testing.T) { runAPIHTTP(t, l.a) })
+	t.Run("the curl lines of README and docs", func(t *testing.T) { runDocsCurl(t, l.a) })
 	_ = l.cmd.Process.Signal(syscall.SIGINT)
 	if code := l.wait(t); code != 0 {
 		t.Fatalf("stack exited %d after SIGINT, want 0", code)
@@ -328,6 +330,100 @@ func runAPIHTTP(t *testing.T, a addrs) {
 			if want := `"` + m[1] + `":` + m[2]; !strings.Contains(body, want) {
 				t.Errorf("%s: the answer lacks %s: %.300s", r.title, want, body)
 			}
+		}
+	}
+}
+
+// shBlock is a fenced shell block of a Markdown file.
+var shBlock = regexp.MustCompile("(?s)```sh\n(.*?)```")
+
+// statusComment is what a curl line's comment says it answers: "# 204",
+// "# 204 or 429", "# 403: not signed".
+var statusComment = regexp.MustCompile(`^#\s*([1-5]\d\d(?:\s*(?:or|,|/)\s*[1-5]\d\d)*)\b`)
+
+// docsCurl is one curl command of the docs: where it is, the command, and
+// the statuses its comment promises (none: any below 400).
+type docsCurl struct {
+	at, cmd string
+	want    []string
+}
+
+// curlCommands reads the curl commands of README.md and docs/*.md: a
+// command runs over several lines while a quote is open or a line ends
+// with a backslash, and its comment follows it on its last line.
+func curlCommands(t *testing.T) []docsCurl {
+	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, filepath.Join("..", "..", "README.md"))
+	var out []docsCurl
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range shBlock.FindAllStringSubmatch(string(b), -1) {
+			var cmd []string
+			quoted := false
+			for _, line := range strings.Split(m[1], "\n") {
+				if len(cmd) == 0 && !strings.HasPrefix(strings.TrimSpace(line), "curl ") {
+					continue
+				}
+				code, comment := line, ""
+				for i := 0; i < len(line); i++ {
+					switch {
+					case line[i] == '\'':
+						quoted = !quoted
+					case !quoted && line[i] == '#' && i > 0 && line[i-1] == ' ':
+						code, comment = line[:i], strings.TrimSpace(line[i:])
+						i = len(line)
+					}
+				}
+				cmd = append(cmd, code)
+				if quoted || strings.HasSuffix(strings.TrimSpace(code), "\\") {
+					continue
+				}
+				c := docsCurl{at: filepath.Base(f) + ": " + strings.TrimSpace(cmd[0]), cmd: strings.Join(cmd, "\n")}
+				if sm := statusComment.FindStringSubmatch(comment); sm != nil {
+					c.want = regexp.MustCompile(`\d{3}`).FindAllString(sm[1], -1)
+				}
+				out = append(out, c)
+				cmd = nil
+			}
+		}
+	}
+	return out
+}
+
+// runDocsCurl runs every curl command of README and docs against the
+// stack (its addresses in place of the defaults) and checks the status:
+// the one its comment names, else one below 400.
+func runDocsCurl(t *testing.T, a addrs) {
+	cmds := curlCommands(t)
+	if len(cmds) < 15 {
+		t.Fatalf("found %d curl commands in README and docs: the pattern is wrong", len(cmds))
+	}
+	swap := strings.NewReplacer("127.0.0.1:8081", a.counter, "127.0.0.1:8080", a.callback, "127.0.0.1:9080", a.admin, "127.0.0.1:9081", a.counterOps)
+	for _, c := range cmds {
+		// curl prints the status last; -s and -i as the line says.
+		script := `curl() { command curl --max-time 10 -w '\nstatus=%{http_code}\n' "$@"; }` + "\n" + swap.Replace(c.cmd)
+		out, err := exec.Command("sh", "-c", script).CombinedOutput()
+		if err != nil {
+			t.Errorf("%s: %v\n%s", c.at, err, out)
+			continue
+		}
+		i := strings.LastIndex(string(out), "status=")
+		if i < 0 {
+			t.Errorf("%s: no status in %q", c.at, out)
+			continue
+		}
+		status := strings.TrimSpace(string(out[i+len("status="):]))
+		switch {
+		case len(c.want) > 0 && !slices.Contains(c.want, status):
+			t.Errorf("%s: %s, its comment says %v: %.300s", c.at, status, c.want, out)
+		case len(c.want) == 0 && status >= "400":
+			t.Errorf("%s: %s: %.300s", c.at, status, out)
 		}
 	}
 }

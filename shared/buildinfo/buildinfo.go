@@ -12,6 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// Release is freqcap's version: each has its section in CHANGELOG.md.
+const Release = "0.9.0"
+
 // Commit is set at link time by builds without VCS data.
 var Commit string
 
@@ -56,17 +59,18 @@ func (i Info) String() string {
 	return s + ", " + i.Go
 }
 
-// Version is service's --version line.
-func Version(service string) string { return fmt.Sprintf("%s %s", service, Read()) }
+// Version is service's --version line: the release, then the build.
+func Version(service string) string { return fmt.Sprintf("%s %s %s", service, Release, Read()) }
 
-// Register exports freqcap_build_info{service, commit, modified, go_version} = 1.
+// Register exports freqcap_build_info{service, version, commit, modified,
+// go_version} = 1.
 func Register(reg prometheus.Registerer, service string) {
 	i := Read()
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "freqcap_build_info",
 		Help: "The build of the running binary: always 1, the labels say which.",
 		ConstLabels: prometheus.Labels{
-			"service": service, "commit": i.Commit, "modified": fmt.Sprint(i.Modified), "go_version": i.Go,
+			"service": service, "version": Release, "commit": i.Commit, "modified": fmt.Sprint(i.Modified), "go_version": i.Go,
 		},
 	}, func() float64 { return 1 }))
 }

@@ -153,14 +153,14 @@ func Args(args []string, w io.Writer, usage func(io.Writer), version string) (do
 	return false, fmt.Errorf("unknown argument %q: settings are environment variables (--help lists them)", args[0])
 }
 
-// Documented reads the variables and defaults a README lists for one
+// Documented reads the variables and defaults a document (docs/configuration.md) lists for one
 // service: the table after the line "<service>:" of its Configuration
 // section, rows "| `NAME` | `default` | meaning |" (several names and
 // defaults may share a row, joined by " / "; "(none)" is no default).
 func Documented(readme, service string) (map[string]string, error) {
 	_, after, ok := strings.Cut(readme, "\n"+service+":\n")
 	if !ok {
-		return nil, fmt.Errorf("README has no %q table", service+":")
+		return nil, fmt.Errorf("the configuration document has no %q table", service+":")
 	}
 	out := map[string]string{}
 	started := false
@@ -192,7 +192,7 @@ func Documented(readme, service string) (map[string]string, error) {
 	return out, nil
 }
 
-// Disagreements compares T's variables with a README's table for service
+// Disagreements compares T's variables with the configuration document's table for service
 // (see Documented) and the --help text usage: each variable must be in
 // both with its default and a meaning, and the table must list nothing T
 // does not read (but the names in others, such as Go's own GOGC).
@@ -209,9 +209,9 @@ func Disagreements[T any](readme, service, usage string, others ...string) ([]st
 		def, ok := doc[v.Name]
 		switch {
 		case !ok:
-			out = append(out, fmt.Sprintf("README's %s table lacks %s", service, v.Name))
+			out = append(out, fmt.Sprintf("docs/configuration.md's %s table lacks %s", service, v.Name))
 		case def != v.Default:
-			out = append(out, fmt.Sprintf("README says %s defaults to %q, the code %q", v.Name, def, v.Default))
+			out = append(out, fmt.Sprintf("docs/configuration.md says %s defaults to %q, the code %q", v.Name, def, v.Default))
 		}
 		delete(doc, v.Name)
 	}
@@ -219,7 +219,7 @@ func Disagreements[T any](readme, service, usage string, others ...string) ([]st
 		delete(doc, name)
 	}
 	for name := range doc {
-		out = append(out, fmt.Sprintf("README's %s table lists %s, which %s does not read", service, name, service))
+		out = append(out, fmt.Sprintf("docs/configuration.md's %s table lists %s, which %s does not read", service, name, service))
 	}
 	return out, nil
 }

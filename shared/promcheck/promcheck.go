@@ -1,6 +1,7 @@
 // Package promcheck lets tests hold the dashboard to the metrics the
 // services really register: a Registerer that records every metric name
-// it is given, and the metric names a Grafana dashboard's queries use.
+// it is given, and the metric names a Grafana dashboard's queries and a
+// Prometheus rules file's expressions use.
 package promcheck
 
 import (
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/yaml"
 )
 
 // Recorder is a Registerer that remembers the names of what it registers.
@@ -90,12 +92,47 @@ func DashboardMetrics(path string) (map[string]string, error) {
 	return out, nil
 }
 
+// RulesMetrics returns, for every freqcap metric the expressions of a
+// Prometheus rules file use, the name of a rule using it.
+func RulesMetrics(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f struct {
+		Groups []struct {
+			Rules []struct {
+				Alert  string `json:"alert"`
+				Record string `json:"record"`
+				Expr   string `json:"expr"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			for _, n := range metricName.FindAllString(r.Expr, -1) {
+				out[n] = r.Alert + r.Record
+			}
+		}
+	}
+	return out, nil
+}
+
 // Unregistered checks a dashboard's metrics against what r registered:
 // those of the dashboard with none of the prefixes in others (the other
 // services' metrics) must be among r's names. It returns what is not, and
 // how many it checked.
+// A path ending in .yml is a Prometheus rules file (RulesMetrics).
 func (r *Recorder) Unregistered(dashboardPath string, others ...string) (problems []string, checked int, err error) {
-	used, err := DashboardMetrics(dashboardPath)
+	read := DashboardMetrics
+	if strings.HasSuffix(dashboardPath, ".yml") {
+		read = RulesMetrics
+	}
+	used, err := read(dashboardPath)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -105,7 +142,7 @@ func (r *Recorder) Unregistered(dashboardPath string, others ...string) (problem
 		}
 		checked++
 		if !slices.Contains(r.names, name) {
-			problems = append(problems, fmt.Sprintf("panel %q plots %s, which is not registered", panel, name))
+			problems = append(problems, fmt.Sprintf("%s: %q uses %s, which is not registered", dashboardPath, panel, name))
 		}
 	}
 	return problems, checked, nil

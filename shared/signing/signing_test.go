@@ -10,25 +10,25 @@ import (
 	"time"
 )
 
-// readmeVector is the test vector README gives bidders: the secret, a
+// readmeVector is the test vector docs/security.md gives bidders: the secret, a
 // signed URL and its signature.
 func readmeVector(t *testing.T) (secret, rawURL, sig string) {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../docs/security.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	get := func(label string) string {
 		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(label) + ` (\S+)$`).FindSubmatch(b)
 		if m == nil {
-			t.Fatalf("README has no %q line in its test vector", label)
+			t.Fatalf("docs/security.md has no %q line in its test vector", label)
 		}
 		return string(m[1])
 	}
 	return get("secret (base64):"), get("URL:"), get("sig:")
 }
 
-func TestREADMETestVector(t *testing.T) {
+func TestDocumentedTestVector(t *testing.T) {
 	secret, rawURL, sig := readmeVector(t)
 	keys, err := ParseKeys("k1:" + secret)
 	if err != nil {
@@ -39,13 +39,13 @@ func TestREADMETestVector(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := u.Query().Get("sig"); got != sig {
-		t.Fatalf("README's URL carries sig %s, its sig line says %s", got, sig)
+		t.Fatalf("the documented URL carries sig %s, its sig line says %s", got, sig)
 	}
 	exp := time.Unix(1796313600, 0)
 	v := &Verifier{Keys: keys, MaxAge: map[string]time.Duration{"": 24 * time.Hour}, Now: func() time.Time { return exp.Add(-time.Hour) }}
 	got, err := v.Verify("win", u.RawQuery)
 	if err != nil {
-		t.Fatalf("README's vector does not verify: %v", err)
+		t.Fatalf("the documented vector does not verify: %v", err)
 	}
 	signed := got.Params
 	if signed.Get("eid") != "req-1:imp-1" || signed.Has("price") || got.Version != 2 || !got.Exp.Equal(exp) {
@@ -55,10 +55,10 @@ func TestREADMETestVector(t *testing.T) {
 	for _, event := range []string{"imp", "billing"} {
 		var se *Error
 		if _, err := v.Verify(event, u.RawQuery); !errors.As(err, &se) || se.Reason != BadSig {
-			t.Errorf("README's /win URL sent to /%s: %v, want %s", event, err, BadSig)
+			t.Errorf("the documented /win URL sent to /%s: %v, want %s", event, err, BadSig)
 		}
 	}
-	// The same parameters signed here give README's signature.
+	// The same parameters signed here give the documented signature.
 	var ps []Param
 	for name, vs := range signed {
 		ps = append(ps, Param{name, vs[0]})
@@ -70,7 +70,7 @@ func TestREADMETestVector(t *testing.T) {
 }
 
 // Version 1 (no v, the event not signed) is taken only with AcceptV1:
-// the vector below is the one README gave before version 2.
+// the vector below is the one the docs gave before version 2.
 func TestVersion1OnlyWhenAccepted(t *testing.T) {
 	const v1 = "cid=42&device=6f1c2a9e-8a3b&bundle=com.example.app&eid=req-1%3Aimp-1&kid=k1&exp=1796313600&sig=2b968790c6ee41d77199af737c2a8f111ecba6a2e1fb2b0e4e569427c2d2b241"
 	keys, err := ParseKeys("k1:ZnJlcWNhcC10ZXN0LXZlY3Rvci1rZXk=")
