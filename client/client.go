@@ -432,7 +432,7 @@ func NoticeURLs(callbackURL, cid string, ids Identities) Notices {
 type NoticeSigner struct {
 	CallbackURL string // https://host of callback
 	KeyID       string // the kid of Secret in CALLBACK_SIGNING_KEYS
-	Secret      []byte
+	Secret      []byte // the key's raw bytes (CALLBACK_SIGNING_KEYS holds them in base64: decode it)
 	// TTL is how long the URLs stay valid (their exp), at most callback's
 	// CALLBACK_MAX_NOTICE_AGE for each event; 0 is DefaultNoticeTTL's.
 	// callback takes each signed notice once until its exp.
