@@ -161,7 +161,7 @@ func BenchmarkDecodeBatch(b *testing.B) {
 func benchFreqControl(b *testing.B) *freqControl {
 	srv := redistest.Start(b)
 	st, s := testStore(b, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=1s")
-	return &freqControl{log: discardLogger(), store: st.Store, lim: newLimits(s), maxBatch: s.MaxBatch, maxReadBatch: s.MaxReadBatch, writeTimeout: s.WriteTimeout}
+	return &freqControl{log: discardLogger(), store: st.Store, lim: s.limits(), maxBatch: s.MaxBatch, maxReadBatch: s.MaxReadBatch, writeTimeout: s.WriteTimeout}
 }
 
 func BenchmarkAddFreq(b *testing.B) {
@@ -335,7 +335,7 @@ func BenchmarkLimitDuringAStall(b *testing.B) {
 		b.Run(fmt.Sprintf("skip=%v", skip), func(b *testing.B) {
 			srv := redistest.StartSingle(b)
 			st, s := testStore(b, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=5ms")
-			l := &limiter{log: discardLogger(), store: st.Store, lim: newLimits(s), policies: s.Policies, timeout: s.ReadTimeout, metrics: st.metrics}
+			l := &limiter{log: discardLogger(), store: st.Store, lim: s.limits(), policies: s.Policies, timeout: s.ReadTimeout, metrics: st.m}
 			if !skip {
 				l = nil
 			}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"github.com/freqcap/freqcap/core"
+	"github.com/freqcap/freqcap/shared/redisconn"
 	"regexp"
 	"slices"
 	"time"
@@ -142,11 +144,30 @@ func loadSettings(environ []string) (Settings, error) {
 	case cfg.StaleCacheMB < 1 || cfg.StaleCacheMB > 1<<16:
 		return s, fmt.Errorf("COUNTER_STALE_CACHE_MB: must be between 1 and 65536, got %d", cfg.StaleCacheMB)
 	}
-	if s.Policies, err = loadPolicies(cfg.LimitsFile, newLimits(s)); err != nil {
+	if s.Policies, err = loadPolicies(cfg.LimitsFile, s.limits()); err != nil {
 		return s, fmt.Errorf("COUNTER_LIMITS_FILE: %w", err)
 	}
-	if s.Views, s.PerArticle, err = viewPolicy(cfg.ViewsPerArticle, cfg.ViewsPerViewer, newLimits(s)); err != nil {
+	if s.Views, s.PerArticle, err = viewPolicy(cfg.ViewsPerArticle, cfg.ViewsPerViewer, s.limits()); err != nil {
 		return s, err
 	}
 	return s, nil
+}
+
+// limits are what items are checked against, from the settings.
+func (s Settings) limits() *core.Limits {
+	return &core.Limits{Dimensions: s.Dimensions, Events: s.Events, MaxHours: s.MaxWindowHours,
+		MaxSliding: s.MaxPaceWindowSec, MaxSeconds: s.MaxSpanSec, MaxDays: s.MaxSpanDays}
+}
+
+// storeOptions are the core store's options from the settings.
+func (s Settings) storeOptions(reach *redisconn.Reach, now func() time.Time) core.Options {
+	cached := []string{}
+	for d := range s.Cached {
+		cached = append(cached, d)
+	}
+	return core.Options{
+		Location: s.Location, Now: now, Limits: *s.limits(), CachedDims: cached, CacheTTL: s.CacheTTL,
+		DedupeTTL: s.DedupeTTL, ReadTimeout: s.ReadTimeout, StaleMax: s.StaleMax, StaleCacheMB: s.StaleCacheMB,
+		HotKeys: s.HotKeys, HotKeyRate: s.HotKeyRate, WriteReplicas: s.WriteReplicas, WriteTimeout: s.WriteTimeout, Reach: reach,
+	}
 }

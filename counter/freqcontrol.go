@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/freqcap/freqcap/core"
 	"log/slog"
 	"math"
 	"time"
@@ -27,8 +28,8 @@ import (
 // gfreq:{b:<business id>:<key>}.
 type freqControl struct {
 	log          *slog.Logger
-	store        *Store
-	lim          *limits
+	store        *core.Store
+	lim          *core.Limits
 	maxBatch     int // BatchAddFreq
 	maxReadBatch int // BatchGetFreq
 	writeTimeout time.Duration
@@ -67,9 +68,9 @@ func (f *freqControl) addItem(r *freqcapv1.AddFreqReq, field string) (counting.I
 	var most int
 	switch r.GetTimeUnit() {
 	case freqcapv1.TimeUnit_TIME_UNIT_SEC:
-		it.Spec.Kind, most = counting.Seconds, f.lim.maxSeconds
+		it.Spec.Kind, most = counting.Seconds, f.lim.MaxSeconds
 	case freqcapv1.TimeUnit_TIME_UNIT_DAY:
-		it.Spec.Kind, most = counting.Day, f.lim.maxDays
+		it.Spec.Kind, most = counting.Day, f.lim.MaxDays
 	default:
 		return it, apierr.Invalid("%stime_unit must be TIME_UNIT_SEC or TIME_UNIT_DAY", field)
 	}
@@ -79,7 +80,7 @@ func (f *freqControl) addItem(r *freqcapv1.AddFreqReq, field string) (counting.I
 	if it.EventID != "" && !ids.ValidID(it.EventID) {
 		return it, apierr.Invalid("%sevent_id must be %s", field, ids.IDRule)
 	}
-	return it, f.lim.checkItem(&it, true, field)
+	return it, f.lim.Check(&it, true, field)
 }
 
 // getItem validates one GetFreqReq: a read of whatever window is live.
@@ -92,7 +93,7 @@ func (f *freqControl) getItem(r *freqcapv1.GetFreqReq, field string) (counting.I
 	if err := checkBusinessKey(r.GetBusinessId(), r.GetKey(), field); err != nil {
 		return it, err
 	}
-	return it, f.lim.checkItem(&it, false, field)
+	return it, f.lim.Check(&it, false, field)
 }
 
 func checkBusinessKey(business uint32, key, field string) error {
@@ -216,7 +217,7 @@ func (f *freqControl) checkSize(n, most int) error {
 }
 
 // healthChecker answers gRPC health checks: serving while Redis answers.
-type healthChecker struct{ store *Store }
+type healthChecker struct{ store *core.Store }
 
 func (h healthChecker) Check(ctx context.Context, req *grpchealth.CheckRequest) (*grpchealth.CheckResponse, error) {
 	if req.Service != "" && req.Service != freqcapv1connect.FrequencyControlName {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/freqcap/freqcap/core"
 	"io"
 	"log/slog"
 	"net/http"
@@ -42,7 +43,7 @@ func (d *degrader) mark(r *http.Request, a *answer) {
 		return
 	}
 	a.code = readCode(err)
-	a.msg = firstLine(err)
+	a.msg = core.FirstLine(err)
 	d.count(r, a.code, a.msg)
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/freqcap/freqcap/core"
 	"io"
 	"log/slog"
 	"os"
@@ -79,18 +80,18 @@ func newClient(t testing.TB, url string) rueidis.Client {
 }
 
 // testStore is a store on srv with its own client, registry and clock,
-// with the seed-000 views on it (the core is st.Store).
+// with the campaign views on it (the core is st.Store).
 func testStore(t testing.TB, srv *redistest.Server, clk *clock, kv ...string) (seed000, Settings) {
 	t.Helper()
 	s := testSettings(t, srv.URL(), kv...)
 	st := newTestStore(t, srv.URL(), s, clk.Now)
 	t.Cleanup(st.Close)
-	return seed000{st}, s
+	return st, s
 }
 
 // newTestStore is a store on its own client to url, opened as the counter
 // opens it, and its own registry.
-func newTestStore(t testing.TB, url string, s Settings, now func() time.Time) *Store {
+func newTestStore(t testing.TB, url string, s Settings, now func() time.Time) seed000 {
 	t.Helper()
 	reach := &redisconn.Reach{}
 	s.RedisURL = url
@@ -99,7 +100,8 @@ func newTestStore(t testing.TB, url string, s Settings, now func() time.Time) *S
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return newStore(c, reach, s, newMetrics(prometheus.NewRegistry()), now)
+	m := newMetrics(prometheus.NewRegistry())
+	return seed000{core.NewStore(c, s.storeOptions(reach, now), m), m}
 }
 
 // raw runs one command on a separate connection, as redis-cli would.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -10,33 +9,6 @@ import (
 	"github.com/freqcap/freqcap/shared/keyspace"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
-
-func TestHotKeysFindsTheKeyReadMost(t *testing.T) {
-	h := newHotKeys(16, 100, time.Second)
-	for i := range 2000 {
-		if i%8 == 0 {
-			h.observe("bot") // 250 sampled reads (about 2,000 a second): far above 100
-		}
-		h.observe(fmt.Sprint("dev-", i)) // 2000 keys sampled once
-	}
-	h.observe("warm")
-	h.rotate()
-	if !h.isHot("bot") || h.isHot("warm") || h.isHot("dev-1") || h.size() != 1 {
-		t.Fatalf("hot set after the window: bot %v warm %v size %d", h.isHot("bot"), h.isHot("warm"), h.size())
-	}
-	if l := h.list(); len(l) == 0 || l[0].Key != "bot" || !l[0].Hot || l[0].Rate < 1000 {
-		t.Errorf("list: %+v", l)
-	}
-	h.rotate() // a window without reads: nothing is hot any more
-	if h.isHot("bot") || h.size() != 0 {
-		t.Error("bot still hot after a window without reads")
-	}
-	var off *hotKeys
-	off.observe("x")
-	if off.isHot("x") || off.size() != 0 || len(off.list()) != 0 {
-		t.Error("a disabled sketch answered")
-	}
-}
 
 // A device read 10,000 times becomes hot and then stops reaching Redis:
 // its reads are served by client-side caching (INFO commandstats).
@@ -48,13 +20,13 @@ func TestAHotDeviceStopsReachingRedis(t *testing.T) {
 	mustIncr(t, st, q[0])
 	deadline := time.Now().Add(10 * time.Second)
 	reads := 0
-	for reads < 10_000 || !st.hot.isHot(keyspace.Tagged("", &itemsOf(q)[0])) {
+	for reads < 10_000 || !st.IsHot(keyspace.Tagged("", &itemsOf(q)[0])) {
 		if r := st.Read(ctx, q)[0]; r.Err != nil || r.Counts[0].Day != 1 {
 			t.Fatalf("read %d: %+v", reads, r)
 		}
 		reads++
 		if time.Now().After(deadline) {
-			t.Fatalf("device not hot after %d reads: %+v", reads, st.hot.list())
+			t.Fatalf("device not hot after %d reads: %+v", reads, st.HotKeys())
 		}
 	}
 	srv.OnMasters(t, "CONFIG", "RESETSTAT")

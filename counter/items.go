@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/freqcap/freqcap/core"
 	"log/slog"
 	"net/http"
 	"time"
@@ -16,7 +17,7 @@ import (
 // counting.Request, all reads (hits 0: within the read deadline, failing
 // open per item) or all writes (hits > 0: per-item codes, never degraded),
 // answered by a counting.Response in item order.
-func handleItems(log *slog.Logger, lim *limits, store *Store, deg *degrader, maxItems int, writeTimeout time.Duration) http.Handler {
+func handleItems(log *slog.Logger, lim *core.Limits, store *core.Store, deg *degrader, maxItems int, writeTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req counting.Request
 		if err := decodeBatch(w, r, &req, func() int { return len(req.Items) }, maxItems); err != nil {
@@ -31,7 +32,7 @@ func handleItems(log *slog.Logger, lim *limits, store *Store, deg *degrader, max
 				httpjson.Error(w, r, log, apierr.Invalid("%shits: a batch is all reads (hits 0) or all writes (hits > 0)", field))
 				return
 			}
-			if err := lim.checkItem(it, write, field); err != nil {
+			if err := lim.Check(it, write, field); err != nil {
 				httpjson.Error(w, r, log, err)
 				return
 			}

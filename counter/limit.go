@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/freqcap/freqcap/core"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -21,8 +22,8 @@ import (
 // open (admitted, degraded), counted and logged at most once a second.
 type limiter struct {
 	log      *slog.Logger
-	store    *Store
-	lim      *limits
+	store    *core.Store
+	lim      *core.Limits
 	policies map[string]*policy
 	timeout  time.Duration
 	metrics  *metrics

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/freqcap/freqcap/core"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -360,7 +361,7 @@ func randomCost(rng *rand.Rand, limit int64) int64 {
 
 // runLimiterStream drives the store and the models with the same random
 // stream of hits on one key and compares every modelAnswer.
-func runLimiterStream(t *testing.T, st *Store, clk *clock, rng *rand.Rand, key string, ss []counting.Spec, calls int) {
+func runLimiterStream(t *testing.T, st *core.Store, clk *clock, rng *rand.Rand, key string, ss []counting.Spec, calls int) {
 	t.Helper()
 	m := make(allModel, len(ss))
 	var horizon, minPeriod int64
@@ -441,4 +442,12 @@ func TestSeveralLimitsDecideAllOrNothing(t *testing.T) {
 		}
 		runLimiterStream(t, v.Store, clk, rng, fmt.Sprintf("all-%d", stream), ss, 120)
 	}
+}
+
+// burstOrLimit is a limiter's burst or capacity: the limit when not given.
+func burstOrLimit(v, limit int64) int64 {
+	if v > 0 {
+		return v
+	}
+	return limit
 }

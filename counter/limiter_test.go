@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/freqcap/freqcap/core"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -12,7 +13,7 @@ import (
 )
 
 // limit is one check of a single-limit item against st.
-func limit(t *testing.T, st *Store, key string, s counting.Spec, cost int64) counting.Result {
+func limit(t *testing.T, st *core.Store, key string, s counting.Spec, cost int64) counting.Result {
 	t.Helper()
 	it := counting.Item{Scope: counting.Scope{Policy: "test"}, Subject: counting.Subject{ID: key}, Spec: s, Hits: cost}
 	r := st.Write(context.Background(), []counting.Item{it})[0]

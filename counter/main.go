@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/freqcap/freqcap/core"
 	"io"
 	"os"
 	"os/signal"
@@ -74,16 +75,17 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	reg := prometheus.NewRegistry()
 	buildinfo.Register(reg, "counter")
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	store := newStore(rdb, reach, s, newMetrics(reg), time.Now)
+	m := newMetrics(reg)
+	store := core.NewStore(rdb, s.storeOptions(reach, time.Now), m)
 	if s.WriteReplicas > 0 {
 		redisconn.ReportReplicas(ctx, log, rdb, s.WriteReplicas, "COUNTER_WRITE_REPLICAS", "writes", "its writes answer 10001")
 	}
 	reg.MustRegister(&redisMemory{rdb: rdb}, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "freqcap_counter_hot_keys", Help: "Counters read often enough to go through client-side caching now (COUNTER_HOT_KEY_RATE).",
-	}, func() float64 { return float64(store.hot.size()) }))
+	}, func() float64 { return float64(store.Hot()) }))
 	defer store.Close()
 
-	srv, err := httpserver.ListenWith(s.Addr, "COUNTER_ADDR", NewServer(log, s, store, reg), httpserver.API)
+	srv, err := httpserver.ListenWith(s.Addr, "COUNTER_ADDR", NewServer(log, s, store, m, reg), httpserver.API)
 	if err != nil {
 		return err
 	}
@@ -111,30 +113,6 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	}
 	log.Info("counter stopped")
 	return nil
-}
-
-// newStore wires the store to its Redis client and settings; now is the
-// clock, injectable so tests can stand at any instant.
-func newStore(rdb rueidis.Client, reach *redisconn.Reach, s Settings, m *metrics, now func() time.Time) *Store {
-	st := &Store{
-		rdb:         rdb,
-		reach:       reach,
-		loc:         s.Location,
-		now:         now,
-		cached:      s.Cached,
-		cacheTTL:    s.CacheTTL,
-		dedupeTTL:   s.DedupeTTL,
-		readTimeout: s.ReadTimeout,
-		metrics:     m,
-		retention:   s.MaxWindowHours,
-		known:       newLastKnown(s.StaleMax, s.StaleCacheMB),
-		hot:         newHotKeys(s.HotKeys, s.HotKeyRate, time.Second),
-		replicated:  newReplicatedWrites(rdb, s.WriteReplicas, s.WriteTimeout),
-	}
-	st.hot.start()
-	st.startReaders()
-	st.startWriters()
-	return st
 }
 
 // openRedis opens the counter's Redis client as its settings say.

@@ -22,6 +22,16 @@ type metrics struct {
 	staleReads    prometheus.Counter
 }
 
+// RedisError, Duplicate, Cache and StaleReads are what the core store
+// observes (core.Metrics).
+func (m *metrics) RedisError(op string) { m.redisErrors.WithLabelValues(op).Inc() }
+func (m *metrics) Duplicate()           { m.duplicates.Inc() }
+func (m *metrics) StaleReads(n int)     { m.staleReads.Add(float64(n)) }
+func (m *metrics) Cache(hits, misses int) {
+	m.cacheHits.Add(float64(hits))
+	m.cacheMisses.Add(float64(misses))
+}
+
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		degradedReads: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -16,7 +16,7 @@ import (
 func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	srv := redistest.Start(t)
 	st, s := testStore(t, srv, newClock(time.Now()))
-	routes, err := apispec.Routes(NewServer(discardLogger(), s, st.Store, prometheus.NewRegistry()).(chi.Routes))
+	routes, err := apispec.Routes(NewServer(discardLogger(), s, st.Store, st.m, prometheus.NewRegistry()).(chi.Routes))
 	if err != nil {
 		t.Fatal(err)
 	}

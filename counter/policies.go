@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/freqcap/freqcap/core"
 	"os"
 	"strconv"
 	"strings"
@@ -29,7 +30,7 @@ type policy struct {
 
 // loadPolicies reads a policy file (YAML or JSON; YAML is read as JSON is)
 // and checks every policy as a check would; "" is none.
-func loadPolicies(path string, lim *limits) (map[string]*policy, error) {
+func loadPolicies(path string, lim *core.Limits) (map[string]*policy, error) {
 	out := map[string]*policy{}
 	if path == "" {
 		return out, nil
@@ -60,7 +61,7 @@ func loadPolicies(path string, lim *limits) (map[string]*policy, error) {
 }
 
 // newPolicy checks a rule (or several) and turns it into specs.
-func newPolicy(name string, rule counting.Rule, rules []counting.Rule, mode string, lim *limits, field string) (*policy, error) {
+func newPolicy(name string, rule counting.Rule, rules []counting.Rule, mode string, lim *core.Limits, field string) (*policy, error) {
 	p := &policy{name: name}
 	switch mode {
 	case "", counting.Enforce:
@@ -76,8 +77,8 @@ func newPolicy(name string, rule counting.Rule, rules []counting.Rule, mode stri
 	case !listed:
 		rules = []counting.Rule{rule}
 	}
-	if len(rules) > maxLimits {
-		return nil, apierr.Invalid("%slimits: at most %d", field, maxLimits)
+	if len(rules) > core.MaxLimits {
+		return nil, apierr.Invalid("%slimits: at most %d", field, core.MaxLimits)
 	}
 	p.specs = make([]counting.Spec, len(rules))
 	for i, r := range rules {
@@ -92,7 +93,7 @@ func newPolicy(name string, rule counting.Rule, rules []counting.Rule, mode stri
 		p.specs[i] = s
 	}
 	it := p.item("k", 1)
-	if err := lim.checkItem(&it, true, field); err != nil {
+	if err := lim.Check(&it, true, field); err != nil {
 		return nil, err
 	}
 	names := make([]string, len(p.specs))
@@ -105,14 +106,14 @@ func newPolicy(name string, rule counting.Rule, rules []counting.Rule, mode stri
 
 // specOf is a rule's spec.
 func specOf(r counting.Rule, field string) (counting.Spec, error) {
-	if _, ok := kinds[r.Algorithm].(limiterKind); !ok {
+	if !core.IsLimiter(r.Algorithm) {
 		return counting.Spec{}, apierr.Invalid("%salgorithm must be one of fixed_window, sliding_log, sliding_window, leaky_bucket, token_bucket, gcra; got %q", field, r.Algorithm)
 	}
 	d, err := time.ParseDuration(r.Period)
 	switch {
 	case err != nil:
 		return counting.Spec{}, apierr.Invalid("%speriod must be a duration such as \"1s\", \"1m\", \"24h\": %q", field, r.Period)
-	case d < time.Millisecond || d > maxPeriodMs*time.Millisecond || d%time.Millisecond != 0:
+	case d < time.Millisecond || d > core.MaxPeriodMs*time.Millisecond || d%time.Millisecond != 0:
 		return counting.Spec{}, apierr.Invalid("%speriod must be whole milliseconds between 1ms and 720h, got %s", field, r.Period)
 	}
 	return counting.Spec{Kind: r.Algorithm, Limit: r.Limit, PeriodMs: d.Milliseconds(), Burst: r.Burst, Capacity: r.Capacity, Acquire: r.Acquire}, nil
@@ -158,13 +159,13 @@ func ceilDiv(a, b int64) int64 {
 
 // resolve turns a check into its policy and item, refusing bad input with
 // the field named under field.
-func resolve(named map[string]*policy, lim *limits, req *counting.LimitRequest, field string) (*policy, counting.Item, error) {
+func resolve(named map[string]*policy, lim *core.Limits, req *counting.LimitRequest, field string) (*policy, counting.Item, error) {
 	cost := int64(1)
 	if req.Cost != nil {
 		cost = *req.Cost
 	}
-	if cost < 0 || cost > lim.maxHits {
-		return nil, counting.Item{}, apierr.Invalid("%scost must be between 0 and %d", field, lim.maxHits)
+	if cost < 0 || cost > core.MaxHits {
+		return nil, counting.Item{}, apierr.Invalid("%scost must be between 0 and %d", field, core.MaxHits)
 	}
 	if !ids.ValidKey(req.Key) {
 		return nil, counting.Item{}, apierr.Invalid("%skey must be %s", field, ids.KeyRule)

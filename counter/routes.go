@@ -52,7 +52,7 @@ func addOpsRoutes(r chi.Router, d deps) {
 	r.Method(http.MethodGet, "/readyz", health.Ready(d.log, "redis", d.store.Ping))
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(d.gatherer, promhttp.HandlerOpts{}))
 	r.Method(http.MethodGet, "/v1/hotkeys", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		httpjson.Write(w, http.StatusOK, map[string]any{"windowSec": 1, "hotAtReadsPerSec": d.settings.HotKeyRate, "keys": d.store.hot.list()})
+		httpjson.Write(w, http.StatusOK, map[string]any{"windowSec": 1, "hotAtReadsPerSec": d.settings.HotKeyRate, "keys": d.store.HotKeys()})
 	}))
 	r.Mount("/debug", middleware.Profiler())
 	r.NotFound(http.HandlerFunc(httpjson.NotFound).ServeHTTP)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"github.com/freqcap/freqcap/core"
 	"slices"
 	"time"
 
@@ -59,7 +60,10 @@ type Result struct {
 }
 
 // seed000 serves the seed-000 views on a store.
-type seed000 struct{ *Store }
+type seed000 struct {
+	*core.Store
+	m *metrics
+}
 
 // ref says which dimension and which counter of a query an item is.
 type ref struct {
@@ -285,7 +289,7 @@ func (v seed000) Pace(ctx context.Context, q *Query, rule PaceRule) (PaceResult,
 			if g.Code != apierr.OK || !g.Allowed || g.Duplicate {
 				continue
 			}
-			if uerr := undoSliding(ctx, v.rdb, &its[i], g.LastAt); uerr != nil {
+			if uerr := v.Undo(ctx, &its[i], g.LastAt); uerr != nil {
 				err = errors.Join(err, uerr)
 			}
 			undone = append(undone, i)
@@ -296,7 +300,7 @@ func (v seed000) Pace(ctx context.Context, q *Query, rule PaceRule) (PaceResult,
 				reads[k] = its[i]
 				reads[k].Hits, reads[k].EventID = 0, ""
 			}
-			for k, r := range v.read(ctx, reads) {
+			for k, r := range v.ReadExact(ctx, reads) {
 				if r.Code != apierr.OK {
 					err = errors.Join(err, errors.New(r.Msg))
 				}
@@ -305,8 +309,8 @@ func (v seed000) Pace(ctx context.Context, q *Query, rule PaceRule) (PaceResult,
 		}
 	}
 	if err != nil {
-		v.metrics.redisErrors.WithLabelValues("pace").Inc()
-		return PaceResult{}, &apierr.Error{Code: apierr.Unavailable, Msg: "redis unavailable, retry: " + firstLine(err)}
+		v.m.RedisError("pace")
+		return PaceResult{}, &apierr.Error{Code: apierr.Unavailable, Msg: "redis unavailable, retry: " + core.FirstLine(err)}
 	}
 	if refused >= 0 {
 		res.Result = res.Dims[refused].Result

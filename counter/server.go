@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/freqcap/freqcap/core"
 	"log/slog"
 	"net/http"
 
@@ -17,9 +18,9 @@ type deps struct {
 	log         *slog.Logger
 	settings    Settings
 	parser      *parser
-	store       *Store
+	store       *core.Store
 	seed000     seed000
-	limits      *limits
+	limits      *core.Limits
 	freqControl *freqControl
 	limiter     *limiter
 	views       *views
@@ -29,18 +30,18 @@ type deps struct {
 }
 
 // NewServer builds the counter's HTTP handler: router, middleware, routes.
-func NewServer(log *slog.Logger, s Settings, store *Store, reg *prometheus.Registry) http.Handler {
-	lim := newLimits(s)
+func NewServer(log *slog.Logger, s Settings, store *core.Store, m *metrics, reg *prometheus.Registry) http.Handler {
+	lim := s.limits()
 	d := deps{
 		log:         log,
 		settings:    s,
 		parser:      newParser(s),
 		store:       store,
-		seed000:     seed000{store},
+		seed000:     seed000{store, m},
 		limits:      lim,
 		freqControl: &freqControl{log: log, store: store, lim: lim, maxBatch: s.MaxBatch, maxReadBatch: s.MaxReadBatch, writeTimeout: s.WriteTimeout},
-		degrader:    &degrader{log: log, metrics: store.metrics},
-		limiter:     &limiter{log: log, store: store, lim: lim, policies: s.Policies, timeout: s.ReadTimeout, metrics: store.metrics},
+		degrader:    &degrader{log: log, metrics: m},
+		limiter:     &limiter{log: log, store: store, lim: lim, policies: s.Policies, timeout: s.ReadTimeout, metrics: m},
 		views:       &views{log: log, store: store, pol: s.Views, perArticle: s.PerArticle, writeTimeout: s.WriteTimeout, readTimeout: s.ReadTimeout},
 		gatherer:    reg,
 		httpMetrics: httpmetrics.New(reg, "counter"),
@@ -57,7 +58,7 @@ func NewServer(log *slog.Logger, s Settings, store *Store, reg *prometheus.Regis
 }
 
 // NewOpsServer builds the ops listener's handler: metrics, pprof, health.
-func NewOpsServer(log *slog.Logger, s Settings, store *Store, reg *prometheus.Registry) http.Handler {
+func NewOpsServer(log *slog.Logger, s Settings, store *core.Store, reg *prometheus.Registry) http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
 	addOpsRoutes(r, deps{log: log, settings: s, store: store, gatherer: reg})

@@ -24,36 +24,6 @@ func mustIncr(t testing.TB, st seed000, q Query) Result {
 	return res
 }
 
-func TestDayTTL(t *testing.T) {
-	ny, err := time.LoadLocation("America/New_York")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sh, _ := time.LoadLocation("Asia/Shanghai")
-	tests := []struct {
-		name string
-		now  time.Time
-		loc  *time.Location
-		want time.Duration
-	}{
-		{"noon UTC", time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), time.UTC, 12 * time.Hour},
-		{"last second", time.Date(2026, 12, 2, 23, 59, 59, 0, time.UTC), time.UTC, time.Second},
-		{"last instant", time.Date(2026, 12, 2, 23, 59, 59, 999_999_999, time.UTC), time.UTC, time.Millisecond},
-		{"midnight", time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), time.UTC, 24 * time.Hour},
-		{"spring forward: 23 h day", time.Date(2026, 3, 8, 0, 0, 0, 0, ny), ny, 23 * time.Hour},
-		{"fall back: 25 h day", time.Date(2026, 11, 1, 0, 0, 0, 0, ny), ny, 25 * time.Hour},
-		{"fall back, after the repeat", time.Date(2026, 11, 1, 12, 0, 0, 0, ny), ny, 12 * time.Hour},
-		{"UTC instant, Shanghai day", time.Date(2026, 12, 2, 16, 0, 0, 0, time.UTC), sh, 24 * time.Hour},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := dayTTL(tt.now, tt.loc); got != tt.want {
-				t.Errorf("dayTTL(%s) = %s, want %s", tt.now, got, tt.want)
-			}
-		})
-	}
-}
-
 func TestIncrWritesDayAndHourKeys(t *testing.T) {
 	srv := redistest.Start(t)
 	clk := newClock(time.Date(2026, 12, 2, 10, 30, 0, 0, time.UTC))
@@ -203,9 +173,9 @@ func TestCachedReadSeesOtherConnectionsWrites(t *testing.T) {
 	}
 	raw(t, rc, "SET", "freq:{win:bundle:3:com.hot}", "5")
 	waitFor(t, 100*time.Millisecond, func() bool { return read() == 5 })
-	before := testutilCount(st.metrics.cacheHits)
+	before := testutilCount(st.m.cacheHits)
 	read()
-	if testutilCount(st.metrics.cacheHits) <= before {
+	if testutilCount(st.m.cacheHits) <= before {
 		t.Errorf("second read of an unchanged cached key was not a cache hit")
 	}
 	raw(t, rc, "INCR", "freq:{win:bundle:3:com.hot}")
@@ -377,7 +347,7 @@ func TestReadsAnswerLastKnownValues(t *testing.T) {
 	if r := st.Read(ctx, []Query{known})[0]; r.Err == nil || r.Stale || r.Counts[0].Day != 0 {
 		t.Errorf("a read 61 s after the last good one: %+v, want 0 and an error", r)
 	}
-	if n := testutilCount(st.metrics.staleReads); n != 2 {
+	if n := testutilCount(st.m.staleReads); n != 2 {
 		t.Errorf("stale reads metric %v, want 2 (the day and the window)", n)
 	}
 }
@@ -455,7 +425,7 @@ func TestAStalledRedisIsNotWaitedOn(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if st.stall.Load() != 0 {
+	if st.Stalled() {
 		t.Error("a fresh read did not end the stall")
 	}
 }

@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/freqcap/freqcap/core"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
@@ -35,7 +34,7 @@ import (
 
 // viewPolicy parses the two view limits, "<algorithm>:<limit>/<period>"
 // each, "none" for none.
-func viewPolicy(perArticle, perViewer string, lim *limits) (*policy, bool, error) {
+func viewPolicy(perArticle, perViewer string, lim *core.Limits) (*policy, bool, error) {
 	var rules []counting.Rule
 	for _, v := range []struct{ name, s string }{{"COUNTER_VIEWS_PER_ARTICLE", perArticle}, {"COUNTER_VIEWS_PER_VIEWER", perViewer}} {
 		if v.s == "none" {
@@ -62,7 +61,7 @@ func viewPolicy(perArticle, perViewer string, lim *limits) (*policy, bool, error
 // views serves POST /v1/views and GET /v1/views.
 type views struct {
 	log          *slog.Logger
-	store        *Store
+	store        *core.Store
 	pol          *policy
 	perArticle   bool
 	writeTimeout time.Duration
@@ -73,49 +72,19 @@ func totalKey(article string) string { return "views:{a:" + keyspace.Escape(arti
 
 // count decides one view and counts it; the error is Redis's.
 func (v *views) count(ctx context.Context, article, viewer string) (counting.ViewAnswer, error) {
-	it := v.pol.item(viewer, 1)
-	e := v.store.env()
 	sub := ""
 	if v.perArticle {
 		sub = "a:" + article
 	}
-	keys, args := limitKeysArgs(&it, e, sub)
-	cluster := v.store.rdb.Mode() == rueidis.ClientModeCluster
-	if !cluster {
-		keys = append(keys, totalKey(article))
-	}
-	out, err := limitScript.Exec(ctx, v.store.rdb, keys, args).AsIntSlice()
+	r, total, err := v.store.View(ctx, v.pol.item(viewer, 1), sub, totalKey(article))
 	if err != nil {
-		v.store.metrics.redisErrors.WithLabelValues("view").Inc()
 		return counting.ViewAnswer{}, err
 	}
-	var r counting.Result
-	if err := (limiterKind{}).wrote(&it, e, out, &r); err != nil {
-		return counting.ViewAnswer{}, err
-	}
-	a := counting.ViewAnswer{Counted: r.Allowed, RetryAfterMs: r.RetryAfterMs, Limits: r.Limits}
+	a := counting.ViewAnswer{Counted: r.Allowed, Total: total, RetryAfterMs: r.RetryAfterMs, Limits: r.Limits}
 	if a.Limits == nil {
 		a.Limits = []counting.Decision{{Allowed: r.Allowed, Remaining: r.Remaining, RetryAfterMs: r.RetryAfterMs, ResetAfterMs: r.ResetAfterMs}}
 	}
-	if !cluster {
-		a.Total = out[len(out)-1]
-		return a, nil
-	}
-	b := v.store.rdb.B()
-	var cmd rueidis.Completed
-	if a.Counted {
-		cmd = b.Incr().Key(totalKey(article)).Build()
-	} else {
-		cmd = b.Get().Key(totalKey(article)).Build()
-	}
-	a.Total, err = v.store.rdb.Do(ctx, cmd).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		err = nil
-	}
-	if err != nil {
-		v.store.metrics.redisErrors.WithLabelValues("view_total").Inc()
-	}
-	return a, err
+	return a, nil
 }
 
 func checkView(article, viewer string) error {
@@ -145,13 +114,9 @@ func (v *views) handleView() http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), v.writeTimeout)
 		defer cancel()
-		var a counting.ViewAnswer
-		err := v.store.Guarded(ctx, func(ctx context.Context) (err error) {
-			a, err = v.count(ctx, req.Article, req.Viewer)
-			return err
-		})
+		a, err := v.count(ctx, req.Article, req.Viewer)
 		if err != nil {
-			httpjson.Error(w, r, v.log, apierr.Unavailablef("redis unavailable, retry: %s", firstLine(err)))
+			httpjson.Error(w, r, v.log, apierr.Unavailablef("redis unavailable, retry: %s", core.FirstLine(err)))
 			return
 		}
 		httpjson.Write(w, http.StatusOK, a)
@@ -174,18 +139,11 @@ func (v *views) handleTotal(deg *degrader) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), v.readTimeout)
 		defer cancel()
-		var n int64
-		err = v.store.Guarded(ctx, func(ctx context.Context) (err error) {
-			n, err = v.store.rdb.Do(ctx, v.store.rdb.B().Get().Key(totalKey(article)).Build()).AsInt64()
-			if rueidis.IsRedisNil(err) {
-				err = nil
-			}
-			return err
-		})
+		n, err := v.store.Total(ctx, totalKey(article))
 		ans := map[string]any{"article": article, "total": n, "degraded": err != nil}
 		if err != nil {
-			code := v.store.code(err)
-			deg.count(r, code, firstLine(err))
+			code := v.store.Code(err)
+			deg.count(r, code, core.FirstLine(err))
 			ans["total"], ans["code"] = 0, code
 		}
 		httpjson.Write(w, http.StatusOK, ans)

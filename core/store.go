@@ -1,4 +1,4 @@
-package main
+package core
 
 import (
 	"context"
@@ -32,7 +32,8 @@ type Store struct {
 	cacheTTL    time.Duration
 	dedupeTTL   time.Duration
 	readTimeout time.Duration
-	metrics     *metrics
+	metrics     Metrics
+	limits      Limits
 	jobs        chan *readJob
 	writeJobs   chan *writeJob
 	retention   int
@@ -242,12 +243,12 @@ func (s *Store) write(ctx context.Context, items []counting.Item) []counting.Res
 				ierr = kinds[it.Spec.Kind].wrote(it, e, vals, r)
 			}
 			if ierr != nil {
-				s.metrics.redisErrors.WithLabelValues("write").Inc()
+				s.metrics.RedisError("write")
 				*r = s.writeFailed(ierr)
 				continue
 			}
 			if r.Duplicate {
-				s.metrics.duplicates.Inc()
+				s.metrics.Duplicate()
 			}
 		}
 	}
@@ -381,6 +382,10 @@ func splitPart(v []int64) (part, rest []int64, err error) {
 // (10001) while Redis is connected but slow, unavailable (10004) when it
 // refuses connections or the connection is gone, even when the call then
 // ran out of time waiting for rueidis to reconnect.
+// Code is the application code of a Redis call's error: 10001 when Redis
+// was reachable and too slow, 10004 otherwise.
+func (s *Store) Code(err error) int { return s.code(err) }
+
 func (s *Store) code(err error) int {
 	if (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) && !s.reach.Down() {
 		return apierr.Timeout
@@ -396,7 +401,7 @@ func (s *Store) code(err error) int {
 func (s *Store) Read(ctx context.Context, items []counting.Item) []counting.Result {
 	res := s.readOrSkip(ctx, items)
 	if n := s.known.fill(items, res, s.now()); n > 0 {
-		s.metrics.staleReads.Add(float64(n))
+		s.metrics.StaleReads(n)
 	}
 	return res
 }
@@ -409,7 +414,7 @@ func (s *Store) Read(ctx context.Context, items []counting.Item) []counting.Resu
 // answers ends it.
 func (s *Store) readOrSkip(ctx context.Context, items []counting.Item) []counting.Result {
 	if s.stalled() {
-		s.metrics.redisErrors.WithLabelValues("read").Inc()
+		s.metrics.RedisError("read")
 		return s.failAll(len(items), errStalled)
 	}
 	res, late := s.readWithin(ctx, items)
@@ -432,7 +437,7 @@ func (s *Store) readOrSkip(ctx context.Context, items []counting.Item) []countin
 // every item ran out of time starts a stall, as a read does.
 func (s *Store) WriteOrSkip(ctx context.Context, items []counting.Item) []counting.Result {
 	if s.stalled() {
-		s.metrics.redisErrors.WithLabelValues("write").Inc()
+		s.metrics.RedisError("write")
 		return s.failWrite(len(items), errStalled)
 	}
 	res := s.Write(ctx, items)
@@ -510,7 +515,7 @@ func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []co
 	default:
 		// Every reader is stuck on a hung Redis and the queue is full:
 		// answer now rather than pile up.
-		s.metrics.redisErrors.WithLabelValues("read").Inc()
+		s.metrics.RedisError("read")
 		return s.failAll(len(items), errReadersBusy), true
 	}
 	select {
@@ -519,7 +524,7 @@ func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []co
 	case <-ctx.Done():
 		// rueidis may block past the context in some reconnect paths; the
 		// caller's deadline wins.
-		s.metrics.redisErrors.WithLabelValues("read").Inc()
+		s.metrics.RedisError("read")
 		return s.failAll(len(items), ctx.Err()), true
 	}
 }
@@ -634,8 +639,7 @@ func (s *Store) read(ctx context.Context, items []counting.Item) []counting.Resu
 		}
 	}
 	s.reach.Observe(errors.Join(firstErr(cachedRes), firstErr(directRes)))
-	s.metrics.cacheHits.Add(float64(hits))
-	s.metrics.cacheMisses.Add(float64(misses))
+	s.metrics.Cache(hits, misses)
 
 	res := make([]counting.Result, len(items))
 	for i := range items {
@@ -651,7 +655,7 @@ func (s *Store) read(ctx context.Context, items []counting.Item) []counting.Resu
 			err = kinds[items[i].Spec.Kind].got(&items[i], e, rs, r)
 		}
 		if err != nil {
-			s.metrics.redisErrors.WithLabelValues("read").Inc()
+			s.metrics.RedisError("read")
 			s.degrade(r, err)
 		}
 	}
@@ -680,6 +684,10 @@ func (s *Store) Ping(ctx context.Context) error {
 	return s.rdb.Do(ctx, s.rdb.B().Ping().Build()).Error()
 }
 
+// FirstLine is err's message up to its first line break: Redis errors
+// from scripts carry the script's text after it.
+func FirstLine(err error) string { return firstLine(err) }
+
 func firstLine(err error) string {
 	msg := err.Error()
 	for i := range len(msg) {
@@ -689,3 +697,24 @@ func firstLine(err error) string {
 	}
 	return msg
 }
+
+// ReadExact reads items from Redis within ctx, without the read deadline,
+// the stall or last-known values: for a write's caller that needs what
+// Redis holds right after it (a pace check taken back).
+func (s *Store) ReadExact(ctx context.Context, items []counting.Item) []counting.Result {
+	return s.read(ctx, items)
+}
+
+// HotKeys are the counters read most in the last second, and how many are
+// hot now (read through client-side caching).
+func (s *Store) HotKeys() []HotKey { return s.hot.list() }
+
+// Hot is how many counters are hot now.
+func (s *Store) Hot() int { return s.hot.size() }
+
+// IsHot reports whether the counter of tag (keyspace.Tagged) is hot now.
+func (s *Store) IsHot(tag string) bool { return s.hot.isHot(tag) }
+
+// Stalled reports whether Redis is in a stall: reads and the calls a
+// caller waits on answer at once without asking it.
+func (s *Store) Stalled() bool { return s.stall.Load() != 0 }

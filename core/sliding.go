@@ -1,4 +1,4 @@
-package main
+package core
 
 import (
 	"context"
@@ -24,15 +24,15 @@ var (
 // window keeps exactly its own events and no writer trims another's.
 type slidingKind struct{}
 
-func (slidingKind) check(it *counting.Item, lim *limits, field string) error {
+func (slidingKind) check(it *counting.Item, lim *Limits, field string) error {
 	s := it.Spec
 	switch {
-	case s.Span < 1 || s.Span > int64(lim.maxSliding):
-		return apierr.Invalid("%sspec.span must be between 1 and %d seconds", field, lim.maxSliding)
+	case s.Span < 1 || s.Span > int64(lim.MaxSliding):
+		return apierr.Invalid("%sspec.span must be between 1 and %d seconds", field, lim.MaxSliding)
 	case it.Hits > 1:
 		return apierr.Invalid("%shits must be 0 or 1 for a sliding window (one event per event id)", field)
-	case s.Limit < 0 || s.Limit > lim.maxLimit:
-		return apierr.Invalid("%sspec.limit must be between 0 and %d", field, lim.maxLimit)
+	case s.Limit < 0 || s.Limit > maxLimit:
+		return apierr.Invalid("%sspec.limit must be between 0 and %d", field, maxLimit)
 	case s.MinGapSec < 0 || s.MinGapSec > s.Span:
 		return apierr.Invalid("%sspec.minGapSec must be between 0 and the span (%d)", field, s.Span)
 	case s.MinGapSec > 0 && s.Limit == 0:
@@ -82,9 +82,10 @@ func (slidingKind) got(_ *counting.Item, _ *env, rs []rueidis.RedisResult, r *co
 	return keyspace.GotSliding(rs, r)
 }
 
-// undoSliding takes back an event that a write recorded at atMs, when the
-// request it belonged to was refused elsewhere (all-or-nothing across
-// counters that may live in different Cluster slots).
-func undoSliding(ctx context.Context, rdb rueidis.Client, it *counting.Item, atMs int64) error {
-	return unpaceScript.Exec(ctx, rdb, []string{keyspace.Sliding(it)}, []string{it.EventID, strconv.FormatInt(atMs, 10)}).Error()
+// Undo takes back an event that a write of a sliding window recorded at
+// atMs, when the request it belonged to was refused elsewhere
+// (all-or-nothing across counters that may live in different Cluster
+// slots).
+func (s *Store) Undo(ctx context.Context, it *counting.Item, atMs int64) error {
+	return unpaceScript.Exec(ctx, s.rdb, []string{keyspace.Sliding(it)}, []string{it.EventID, strconv.FormatInt(atMs, 10)}).Error()
 }

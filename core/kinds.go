@@ -1,4 +1,4 @@
-package main
+package core
 
 import (
 	"time"
@@ -16,7 +16,7 @@ type kind interface {
 	// check validates the item's spec and hits against the limits; it
 	// returns the message of a 400 with the field under field (e.g.
 	// "items[2].").
-	check(it *counting.Item, lim *limits, field string) error
+	check(it *counting.Item, lim *Limits, field string) error
 	// write is how the item's hits are counted.
 	write(it *counting.Item, e *env) writing
 	// wrote decodes the script's (or the part's) answer into r.
@@ -63,16 +63,4 @@ type env struct {
 	dedupeTTL time.Duration
 	retention int                // hours every hour hash keeps
 	hoursMemo keyspace.HoursMemo // the hour buckets of the counter read last
-}
-
-// limits bound what an item may ask for.
-type limits struct {
-	dims       []string
-	events     []string
-	maxHours   int
-	maxSliding int
-	maxSeconds int
-	maxDays    int
-	maxHits    int64
-	maxLimit   int64
 }

@@ -1,4 +1,4 @@
-package main
+package core
 
 import (
 	"fmt"
@@ -19,17 +19,17 @@ import (
 // into the live window without moving its end.
 type windowKind struct{ unit counting.Kind }
 
-func (k windowKind) check(it *counting.Item, lim *limits, field string) error {
+func (k windowKind) check(it *counting.Item, lim *Limits, field string) error {
 	span := it.Spec.Span
 	switch {
 	case it.Scope.Campaign != "" && (k.unit != counting.Day || span != 1):
 		return apierr.Invalid("%sspec: campaign counters count natural days with span 1 (today)", field)
 	case it.Hits == 0 && span == 0:
 		return nil // a read of whatever window is live
-	case k.unit == counting.Day && (span < 1 || span > int64(lim.maxDays)):
-		return apierr.Invalid("%sspec.span must be between 1 and %d days", field, lim.maxDays)
-	case k.unit == counting.Seconds && (span < 1 || span > int64(lim.maxSeconds)):
-		return apierr.Invalid("%sspec.span must be between 1 and %d seconds", field, lim.maxSeconds)
+	case k.unit == counting.Day && (span < 1 || span > int64(lim.MaxDays)):
+		return apierr.Invalid("%sspec.span must be between 1 and %d days", field, lim.MaxDays)
+	case k.unit == counting.Seconds && (span < 1 || span > int64(lim.MaxSeconds)):
+		return apierr.Invalid("%sspec.span must be between 1 and %d seconds", field, lim.MaxSeconds)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package core
 
 import (
 	"errors"
@@ -38,10 +38,10 @@ type limiterKind struct {
 var limitScript = newScript(lua.Limit)
 
 const (
-	// maxPeriodMs bounds a limiter's period: 30 days.
-	maxPeriodMs = 30 * 24 * 3600 * 1000
-	// maxLimits bounds the limits of one check.
-	maxLimits = 8
+	// MaxPeriodMs bounds a limiter's period: 30 days.
+	MaxPeriodMs = 30 * 24 * 3600 * 1000
+	// MaxLimits bounds the limits of one check.
+	MaxLimits = 8
 	// maxLogLimit bounds a sliding log's limit: it keeps one member per
 	// admitted unit.
 	maxLogLimit = 10_000
@@ -49,9 +49,9 @@ const (
 	limitGraceMs = 1000
 )
 
-func (k limiterKind) check(it *counting.Item, lim *limits, field string) error {
-	if len(it.Spec.Also)+1 > maxLimits {
-		return apierr.Invalid("%slimits: at most %d", field, maxLimits)
+func (k limiterKind) check(it *counting.Item, lim *Limits, field string) error {
+	if len(it.Spec.Also)+1 > MaxLimits {
+		return apierr.Invalid("%slimits: at most %d", field, MaxLimits)
 	}
 	seen := map[string]bool{}
 	for i, s := range specs(it) {
@@ -84,19 +84,19 @@ func (k limiterKind) check(it *counting.Item, lim *limits, field string) error {
 	return nil
 }
 
-func (k limiterKind) checkSpec(s *counting.Spec, lim *limits, field string) error {
+func (k limiterKind) checkSpec(s *counting.Spec, lim *Limits, field string) error {
 	shaping := k.name == counting.LeakyBucket || k.name == counting.TokenBucket || k.name == counting.GCRA
 	switch {
-	case s.Limit < 1 || s.Limit > lim.maxLimit:
-		return apierr.Invalid("%slimit must be between 1 and %d", field, lim.maxLimit)
+	case s.Limit < 1 || s.Limit > maxLimit:
+		return apierr.Invalid("%slimit must be between 1 and %d", field, maxLimit)
 	case k.name == counting.SlidingLog && s.Limit > maxLogLimit:
 		return apierr.Invalid("%slimit of a sliding_log must be at most %d (one member per admitted unit)", field, maxLogLimit)
-	case s.PeriodMs < 1 || s.PeriodMs > maxPeriodMs:
+	case s.PeriodMs < 1 || s.PeriodMs > MaxPeriodMs:
 		return apierr.Invalid("%speriod must be between 1ms and 720h", field)
-	case s.Burst < 0 || s.Burst > lim.maxLimit:
-		return apierr.Invalid("%sburst must be between 0 and %d", field, lim.maxLimit)
-	case s.Capacity < 0 || s.Capacity > lim.maxLimit:
-		return apierr.Invalid("%scapacity must be between 0 and %d", field, lim.maxLimit)
+	case s.Burst < 0 || s.Burst > maxLimit:
+		return apierr.Invalid("%sburst must be between 0 and %d", field, maxLimit)
+	case s.Capacity < 0 || s.Capacity > maxLimit:
+		return apierr.Invalid("%scapacity must be between 0 and %d", field, maxLimit)
 	case s.Burst > 0 && k.name != counting.TokenBucket && k.name != counting.GCRA:
 		return apierr.Invalid("%sburst is for token_bucket and gcra", field)
 	case s.Capacity > 0 && k.name != counting.LeakyBucket:

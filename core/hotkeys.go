@@ -1,4 +1,4 @@
-package main
+package core
 
 import (
 	"cmp"
@@ -30,7 +30,7 @@ type hotKeys struct {
 	rate   float64 // reads a second that make a key hot
 	reads  atomic.Uint64
 	hot    atomic.Pointer[map[string]bool]
-	last   atomic.Pointer[[]hotKey] // the last window's counts, most read first
+	last   atomic.Pointer[[]HotKey] // the last window's counts, most read first
 	stop   chan struct{}
 }
 
@@ -44,7 +44,7 @@ func newHotKeys(k int, rate float64, window time.Duration) *hotKeys {
 	}
 	h := &hotKeys{k: k, counts: make(map[string]*hotCount, k), window: window, rate: rate, stop: make(chan struct{})}
 	h.hot.Store(&map[string]bool{})
-	h.last.Store(&[]hotKey{})
+	h.last.Store(&[]HotKey{})
 	return h
 }
 
@@ -137,21 +137,21 @@ func (h *hotKeys) rotate() {
 	hot := map[string]bool{}
 	need := h.rate * h.window.Seconds() / sampleEvery
 	per := sampleEvery / h.window.Seconds() // reads a second per sampled read
-	last := make([]hotKey, 0, len(counts))
+	last := make([]HotKey, 0, len(counts))
 	for k, c := range counts {
 		isHot := float64(c.n-c.err) >= need
 		if isHot {
 			hot[k] = true
 		}
-		last = append(last, hotKey{Key: k, Rate: float64(c.n) * per, Error: float64(c.err) * per, Hot: isHot})
+		last = append(last, HotKey{Key: k, Rate: float64(c.n) * per, Error: float64(c.err) * per, Hot: isHot})
 	}
-	slices.SortFunc(last, func(a, b hotKey) int { return cmp.Compare(b.Rate, a.Rate) })
+	slices.SortFunc(last, func(a, b HotKey) int { return cmp.Compare(b.Rate, a.Rate) })
 	h.hot.Store(&hot)
 	h.last.Store(&last)
 }
 
-// hotKey is one entry of GET /v1/hotkeys.
-type hotKey struct {
+// HotKey is one entry of GET /v1/hotkeys.
+type HotKey struct {
 	Key   string  `json:"key"`
 	Rate  float64 `json:"readsPerSec"`
 	Error float64 `json:"errorPerSec,omitempty"`
@@ -159,9 +159,9 @@ type hotKey struct {
 }
 
 // list is the last window's tracked keys, most read first.
-func (h *hotKeys) list() []hotKey {
+func (h *hotKeys) list() []HotKey {
 	if h == nil {
-		return []hotKey{}
+		return []HotKey{}
 	}
 	return *h.last.Load()
 }

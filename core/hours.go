@@ -1,4 +1,4 @@
-package main
+package core
 
 import (
 	"fmt"
@@ -17,9 +17,9 @@ import (
 // write keeps that many hours, so any window a read may ask for is whole.
 type hoursKind struct{}
 
-func (hoursKind) check(it *counting.Item, lim *limits, field string) error {
-	if it.Spec.Span < 1 || it.Spec.Span > int64(lim.maxHours) {
-		return apierr.Invalid("%sspec.span must be between 1 and %d hours (the hours kept, COUNTER_MAX_WINDOW_HOURS)", field, lim.maxHours)
+func (hoursKind) check(it *counting.Item, lim *Limits, field string) error {
+	if it.Spec.Span < 1 || it.Spec.Span > int64(lim.MaxHours) {
+		return apierr.Invalid("%sspec.span must be between 1 and %d hours (the hours kept, COUNTER_MAX_WINDOW_HOURS)", field, lim.MaxHours)
 	}
 	return nil
 }

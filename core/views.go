@@ -1,0 +1,65 @@
+package core
+
+import (
+	"context"
+
+	"github.com/redis/rueidis"
+
+	"github.com/freqcap/freqcap/shared/counting"
+)
+
+// View checks one hit of it (a rate-limiter item, the view counter's
+// limits) and, when admitted, adds it to the String total: one script
+// run on one Redis, two calls on a Cluster (the total has its own slot).
+// sub is a key suffix of it's limits (one limit per article, say). It
+// answers the check and the total after it; the error is Redis's.
+func (s *Store) View(ctx context.Context, it counting.Item, sub, total string) (counting.Result, int64, error) {
+	var r counting.Result
+	var n int64
+	err := s.Guarded(ctx, func(ctx context.Context) error {
+		e := s.env()
+		keys, args := limitKeysArgs(&it, e, sub)
+		cluster := s.rdb.Mode() == rueidis.ClientModeCluster
+		if !cluster {
+			keys = append(keys, total)
+		}
+		out, err := limitScript.Exec(ctx, s.rdb, keys, args).AsIntSlice()
+		if err != nil {
+			s.metrics.RedisError("view")
+			return err
+		}
+		if err := (limiterKind{}).wrote(&it, e, out, &r); err != nil {
+			return err
+		}
+		if !cluster {
+			n = out[len(out)-1]
+			return nil
+		}
+		b := s.rdb.B()
+		cmd := b.Get().Key(total).Build()
+		if r.Allowed {
+			cmd = b.Incr().Key(total).Build()
+		}
+		if n, err = s.rdb.Do(ctx, cmd).AsInt64(); rueidis.IsRedisNil(err) {
+			err = nil
+		}
+		if err != nil {
+			s.metrics.RedisError("view_total")
+		}
+		return err
+	})
+	return r, n, err
+}
+
+// Total reads a String counter (a view total), 0 when absent, under the
+// read rules: skipped during a stall.
+func (s *Store) Total(ctx context.Context, key string) (int64, error) {
+	var n int64
+	err := s.Guarded(ctx, func(ctx context.Context) (err error) {
+		if n, err = s.rdb.Do(ctx, s.rdb.B().Get().Key(key).Build()).AsInt64(); rueidis.IsRedisNil(err) {
+			err = nil
+		}
+		return err
+	})
+	return n, err
+}
