@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/freqcap/freqcap/client"
+	"github.com/freqcap/freqcap/core"
 	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/redisconn"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
 
@@ -183,8 +185,9 @@ func TestDirectDeadlineWithRedisFrozen(t *testing.T) {
 	srv := redistest.Start(t)
 	cands := []client.Candidate{{CID: "fz", Caps: []client.Cap{{Dim: "device", Day: 1}, {Dim: "bundle", Day: 1}}}}
 	ids := client.Identities{"device": "d", "bundle": "b"}
-	open := newDirect(t, srv.URL(), client.Options{Timeout: 20 * time.Millisecond}, client.DirectOptions{})
-	closed := newDirect(t, srv.URL(), client.Options{Timeout: 20 * time.Millisecond, FailClosed: true}, client.DirectOptions{})
+	// Without last-known values: every count of a frozen Redis is degraded.
+	open := newDirect(t, srv.URL(), client.Options{Timeout: 20 * time.Millisecond}, client.DirectOptions{StaleMax: -1})
+	closed := newDirect(t, srv.URL(), client.Options{Timeout: 20 * time.Millisecond, FailClosed: true}, client.DirectOptions{StaleMax: -1})
 	// A real decision from each first: a client's first call also opens its
 	// connections (to every node of a cluster), which a loaded machine may
 	// not finish within 20 ms.
@@ -211,6 +214,58 @@ func TestDirectDeadlineWithRedisFrozen(t *testing.T) {
 	}
 	srv.Resume()
 	waitRealDecision(t, open, ids, cands, "after Redis came back")
+}
+
+// With Redis frozen, a direct Client answers from the counts it last read,
+// as the counter does (COUNTER_STALE_MAX): the same decision, Stale, no
+// error; a count it never read is degraded.
+func TestDirectAnswersLastKnownWithRedisFrozen(t *testing.T) {
+	srv := redistest.Start(t)
+	countBatchOn(t, srv, "lk", "seen")
+	c := newDirect(t, srv.URL(), client.Options{Timeout: 50 * time.Millisecond}, client.DirectOptions{})
+	seen := []client.Candidate{{CID: "lk", Caps: []client.Cap{{Dim: "device", Day: 1}}}}
+	ids := client.Identities{"device": "seen"}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := c.Decide(context.Background(), ids, seen)
+		if err == nil && !got[0].Degraded && !got[0].Allowed && got[0].Reason == client.DayCap {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no fresh decision before the freeze: %v, %v", got, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	srv.Pause()
+	defer srv.Resume()
+	for range 5 {
+		got, err := c.Decide(context.Background(), ids, seen)
+		if err != nil || got[0].Degraded || !got[0].Stale || got[0].Allowed || got[0].Count != 1 {
+			t.Fatalf("a known device with Redis frozen: %+v, %v; want blocked by its last-known count, stale", got[0], err)
+		}
+	}
+	got, err := c.Decide(context.Background(), client.Identities{"device": "never-read"}, seen)
+	if err == nil || !got[0].Degraded || !got[0].Allowed {
+		t.Errorf("a device never read, Redis frozen: %+v, %v; want degraded, allowed (fail open)", got[0], err)
+	}
+}
+
+// countBatchOn counts one win of campaign cid for device in the Redis of
+// srv, with the counting core the counter runs.
+func countBatchOn(t *testing.T, srv *redistest.Server, cid, device string) {
+	t.Helper()
+	rdb, err := redisconn.Open(srv.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	st := core.NewStore(rdb, core.Options{WriteTimeout: 5 * time.Second}, nil)
+	defer st.Close()
+	it := counting.Item{Scope: counting.Scope{Campaign: cid, Event: "win"}, Subject: counting.Subject{Dim: "device", ID: device},
+		Spec: counting.Spec{Kind: counting.Day, Span: 1}, Hits: 1}
+	if r := st.Write(context.Background(), []counting.Item{it})[0]; r.Code != 0 {
+		t.Fatalf("count: %+v", r)
+	}
 }
 
 // waitRealDecision waits up to 10 s for a decision that is not degraded

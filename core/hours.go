@@ -8,7 +8,6 @@ import (
 
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
-	"github.com/freqcap/freqcap/shared/keyspace"
 )
 
 // hoursKind is "the last N hours" from hour buckets: the Hash
@@ -25,7 +24,7 @@ func (hoursKind) check(it *counting.Item, lim *Limits, field string) error {
 }
 
 func (hoursKind) write(it *counting.Item, e *env) writing {
-	return writing{part: "hours", keys: []string{keyspace.Hours(it)}, args: []string{
+	return writing{part: "hours", keys: []string{Hours(it)}, args: []string{
 		strconv.FormatInt(e.hour, 10),
 		strconv.Itoa(e.retention),
 		strconv.FormatInt(it.Spec.Span, 10),
@@ -41,9 +40,71 @@ func (hoursKind) wrote(_ *counting.Item, _ *env, v []int64, r *counting.Result) 
 }
 
 func (hoursKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
-	return []rueidis.Cacheable{keyspace.ReadHours(e.b, it)}, true
+	return []rueidis.Cacheable{readHours(e.b, it)}, true
 }
 
 func (hoursKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *counting.Result) error {
 	return e.hoursMemo.Got(rs, e.hour, it.Spec.Span, r)
+}
+
+// readHours is the command that reads a counter's hour buckets: the whole
+// hash, which holds only the hours that had events (at most R+1 of them).
+// It does not depend on the hour or the window, so one answer (and one
+// cached copy) serves every window of the counter, this hour and the next.
+func readHours(b rueidis.Builder, it *counting.Item) rueidis.Cacheable {
+	return b.Hgetall().Key(Hours(it)).Cache()
+}
+
+// bucket is one hour bucket of a counter: its epoch hour and count.
+type bucket struct{ Hour, N int64 }
+
+// hourBuckets decodes ReadHours's answer into its buckets, decoded once
+// for all the windows of a counter.
+func hourBuckets(rs []rueidis.RedisResult) ([]bucket, error) {
+	m, err := rs[0].AsIntMap()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bucket, 0, len(m))
+	for f, n := range m {
+		h, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("hour bucket %q: %w", f, err)
+		}
+		out = append(out, bucket{h, n})
+	}
+	return out, nil
+}
+
+// sumHours is the sum of the buckets of the span hours up to hour.
+func sumHours(bs []bucket, hour, span int64) int64 {
+	var sum int64
+	for _, b := range bs {
+		if b.Hour > hour-span && b.Hour <= hour {
+			sum += b.N
+		}
+	}
+	return sum
+}
+
+// hoursMemo decodes the answer the windows of one counter share once:
+// consecutive windows read the same result.
+type hoursMemo struct {
+	at      *rueidis.RedisResult
+	buckets []bucket
+	err     error
+}
+
+// Got sets r.Count to the sum of the span hours up to hour of
+// ReadHours's answer rs.
+func (m *hoursMemo) Got(rs []rueidis.RedisResult, hour, span int64, r *counting.Result) error {
+	if m.at != &rs[0] {
+		m.at = &rs[0]
+		m.buckets, m.err = hourBuckets(rs)
+	}
+	if m.err != nil {
+		return m.err
+	}
+	r.Count = sumHours(m.buckets, hour, span)
+	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/freqcap/freqcap/shared/counting"
-	"github.com/freqcap/freqcap/shared/keyspace"
 )
 
 // kind is one kind of counter: its keys, the script that counts, the
@@ -61,6 +60,6 @@ type env struct {
 	loc       *time.Location
 	hour      int64 // epoch hour of now
 	dedupeTTL time.Duration
-	retention int                // hours every hour hash keeps
-	hoursMemo keyspace.HoursMemo // the hour buckets of the counter read last
+	retention int       // hours every hour hash keeps
+	hoursMemo hoursMemo // the hour buckets of the counter read last
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/ids"
-	"github.com/freqcap/freqcap/shared/keyspace"
 )
 
 // limiterKind is what the rate limiters (seed 004) share: validation, the
@@ -135,7 +134,7 @@ func specs(it *counting.Item) []*counting.Spec {
 }
 
 func (k limiterKind) key(it *counting.Item, s *counting.Spec, suffix string) string {
-	key := keyspace.Tagged("rl:", it) + ":" + string(k.name) + ":" + strconv.FormatInt(s.Limit, 10) + ":" + strconv.FormatInt(s.PeriodMs, 10)
+	key := Tagged("rl:", it) + ":" + string(k.name) + ":" + strconv.FormatInt(s.Limit, 10) + ":" + strconv.FormatInt(s.PeriodMs, 10)
 	if k.param != nil {
 		key += ":" + strconv.FormatInt(k.param(s), 10)
 	}
@@ -162,7 +161,7 @@ func limitKeysArgs(it *counting.Item, e *env, sub string) ([]string, []string) {
 			suffix, x = k.own(s, e)
 		}
 		if i == 0 && sub != "" {
-			suffix += ":" + keyspace.Escape(sub)
+			suffix += ":" + Escape(sub)
 		}
 		var param int64
 		if k.param != nil {

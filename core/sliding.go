@@ -11,7 +11,6 @@ import (
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/ids"
-	"github.com/freqcap/freqcap/shared/keyspace"
 )
 
 var (
@@ -51,7 +50,7 @@ func member(it *counting.Item) string {
 }
 
 func (slidingKind) write(it *counting.Item, e *env) writing {
-	return writing{script: slidingScript, keys: []string{keyspace.Sliding(it)}, args: []string{
+	return writing{script: slidingScript, keys: []string{Sliding(it)}, args: []string{
 		strconv.FormatInt(e.now.UnixMilli(), 10),
 		strconv.FormatInt(it.Spec.Span*1000, 10),
 		strconv.FormatInt(it.Spec.Limit, 10),
@@ -75,11 +74,11 @@ func (slidingKind) wrote(_ *counting.Item, _ *env, v []int64, r *counting.Result
 }
 
 func (slidingKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
-	return keyspace.ReadSliding(e.b, it, e.now.UnixMilli()), false
+	return readSliding(e.b, it, e.now.UnixMilli()), false
 }
 
 func (slidingKind) got(_ *counting.Item, _ *env, rs []rueidis.RedisResult, r *counting.Result) error {
-	return keyspace.GotSliding(rs, r)
+	return gotSliding(rs, r)
 }
 
 // Undo takes back an event that a write of a sliding window recorded at
@@ -87,5 +86,35 @@ func (slidingKind) got(_ *counting.Item, _ *env, rs []rueidis.RedisResult, r *co
 // (all-or-nothing across counters that may live in different Cluster
 // slots).
 func (s *Store) Undo(ctx context.Context, it *counting.Item, atMs int64) error {
-	return unpaceScript.Exec(ctx, s.rdb, []string{keyspace.Sliding(it)}, []string{it.EventID, strconv.FormatInt(atMs, 10)}).Error()
+	return unpaceScript.Exec(ctx, s.rdb, []string{Sliding(it)}, []string{it.EventID, strconv.FormatInt(atMs, 10)}).Error()
+}
+
+// readSliding is the commands that read an exact window at nowMs: its
+// count and its newest event. Its bounds move every millisecond, so it is
+// never cached.
+func readSliding(b rueidis.Builder, it *counting.Item, nowMs int64) []rueidis.Cacheable {
+	k := Sliding(it)
+	from := strconv.FormatInt(nowMs-it.Spec.Span*1000, 10)
+	return []rueidis.Cacheable{
+		b.Zcount().Key(k).Min(from).Max("+inf").Cache(),
+		// The newest event still in the window; an older one is forgotten.
+		b.Zrange().Key(k).Min("+inf").Max(from).Byscore().Rev().Limit(0, 1).Withscores().Cache(),
+	}
+}
+
+// gotSliding decodes ReadSliding's answers: the count and LastAt.
+func gotSliding(rs []rueidis.RedisResult, r *counting.Result) error {
+	n, err := rs[0].AsInt64()
+	if err != nil {
+		return err
+	}
+	zs, err := rs[1].AsZScores()
+	if err != nil {
+		return err
+	}
+	r.Count = n
+	if len(zs) > 0 {
+		r.LastAt = int64(zs[0].Score)
+	}
+	return nil
 }

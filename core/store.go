@@ -16,7 +16,6 @@ import (
 	"github.com/freqcap/freqcap/lua"
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
-	"github.com/freqcap/freqcap/shared/keyspace"
 	"github.com/freqcap/freqcap/shared/redisconn"
 )
 
@@ -297,7 +296,7 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 		w := kinds[it.Spec.Kind].write(it, e)
 		group := w.keys[0]
 		if w.part != "" {
-			group = keyspace.Dedupe(it)
+			group = Dedupe(it)
 		}
 		rs, ok := groups[group]
 		if !ok {
@@ -598,7 +597,7 @@ func (s *Store) read(ctx context.Context, items []counting.Item) []counting.Resu
 			// too, for as long as it stays hot. Most reads are neither
 			// sampled nor looked up (nothing is hot): no key is built.
 			if sampled := s.hot.sample(); sampled || s.hot.size() > 0 {
-				tag := keyspace.Tagged("", it)
+				tag := Tagged("", it)
 				if sampled {
 					s.hot.observe(tag)
 				}
@@ -712,7 +711,7 @@ func (s *Store) HotKeys() []HotKey { return s.hot.list() }
 // Hot is how many counters are hot now.
 func (s *Store) Hot() int { return s.hot.size() }
 
-// IsHot reports whether the counter of tag (keyspace.Tagged) is hot now.
+// IsHot reports whether the counter of tag (Tagged) is hot now.
 func (s *Store) IsHot(tag string) bool { return s.hot.isHot(tag) }
 
 // Stalled reports whether Redis is in a stall: reads and the calls a

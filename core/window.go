@@ -9,7 +9,6 @@ import (
 
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
-	"github.com/freqcap/freqcap/shared/keyspace"
 )
 
 // windowKind is a String with a TTL, opened by the first hit: kinds day
@@ -60,7 +59,7 @@ func (k windowKind) write(it *counting.Item, e *env) writing {
 	// Relative to the counter's clock, rounded up to the millisecond as
 	// dayTTL is: the window never ends before its span does.
 	ttl := (k.windowEnd(it, e).Sub(e.now) + time.Millisecond - 1).Truncate(time.Millisecond)
-	return writing{part: "window", keys: []string{keyspace.Window(it)}, args: []string{strconv.FormatInt(ttl.Milliseconds(), 10)}}
+	return writing{part: "window", keys: []string{Window(it)}, args: []string{strconv.FormatInt(ttl.Milliseconds(), 10)}}
 }
 
 func (k windowKind) wrote(it *counting.Item, e *env, v []int64, r *counting.Result) error {
@@ -73,16 +72,52 @@ func (k windowKind) wrote(it *counting.Item, e *env, v []int64, r *counting.Resu
 }
 
 func (k windowKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
-	return keyspace.ReadWindow(e.b, it)
+	return readWindow(e.b, it)
 }
 
 func (k windowKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *counting.Result) error {
-	if err := keyspace.GotWindow(rs, r); err != nil || r.Code != apierr.OK {
+	if err := gotWindow(rs, r); err != nil || r.Code != apierr.OK {
 		return err
 	}
 	if len(rs) == 1 {
 		// A campaign's day: the TTL is the time left today.
 		r.TTLMs = dayTTL(e.now, e.loc).Milliseconds()
 	}
+	return nil
+}
+
+// readWindow is the commands that read a day or seconds counter; cacheable
+// is false when a cached answer would be wrong.
+func readWindow(b rueidis.Builder, it *counting.Item) (cmds []rueidis.Cacheable, cacheable bool) {
+	key := Window(it)
+	get := b.Get().Key(key).Cache()
+	if it.Scope.Campaign != "" {
+		// A campaign's day window always ends at the end of today.
+		return []rueidis.Cacheable{get}, true
+	}
+	// The TTL shrinks every millisecond: a cached one would be wrong.
+	return []rueidis.Cacheable{get, b.Pttl().Key(key).Cache()}, false
+}
+
+// gotWindow decodes ReadWindow's answers: the count, and the TTL when it
+// was read. A counter with no live window answers KeyNotFound and 0.
+func gotWindow(rs []rueidis.RedisResult, r *counting.Result) error {
+	n, err := rs[0].AsInt64()
+	if rueidis.IsRedisNil(err) {
+		r.Code, r.Msg = apierr.KeyNotFound, "no live window"
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	r.Count = n
+	if len(rs) == 1 {
+		return nil
+	}
+	ttl, err := rs[1].AsInt64()
+	if err != nil {
+		return err
+	}
+	r.TTLMs = max(ttl, 0)
 	return nil
 }

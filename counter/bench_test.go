@@ -31,7 +31,7 @@ func BenchmarkStoreIncr(b *testing.B) {
 	for b.Loop() {
 		i++
 		q := Query{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{
-			{"device", "dev-" + strconv.Itoa(i%100000)}, {"bundle", "com.foo"}, {"tagid", "7"}}}
+			{Name: "device", ID: "dev-" + strconv.Itoa(i%100000)}, {Name: "bundle", ID: "com.foo"}, {Name: "tagid", ID: "7"}}}
 		if _, err := st.Incr(ctx, &q); err != nil {
 			b.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func BenchmarkStoreIncrBatch100(b *testing.B) {
 		for i := range qs {
 			n++
 			qs[i] = Query{CID: "42", Event: "win", EID: "e" + strconv.Itoa(n), Windows: []int{3}, Dims: []Dim{
-				{"device", "dev-" + strconv.Itoa(n%100000)}, {"tagid", "7"}}}
+				{Name: "device", ID: "dev-" + strconv.Itoa(n%100000)}, {Name: "tagid", ID: "7"}}}
 		}
 		_, errs := st.IncrBatch(ctx, qs)
 		for _, err := range errs {
@@ -86,23 +86,23 @@ func benchRead(b *testing.B, qs []Query, kv ...string) {
 func BenchmarkStoreReadDevice(b *testing.B) {
 	// One device read over and over would turn hot: measure the read
 	// straight from Redis.
-	benchRead(b, []Query{{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{{"device", "abc"}}}}, "COUNTER_HOT_KEY_RATE=0")
+	benchRead(b, []Query{{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{{Name: "device", ID: "abc"}}}}, "COUNTER_HOT_KEY_RATE=0")
 }
 
 func BenchmarkStoreReadCached(b *testing.B) {
-	benchRead(b, []Query{{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{{"bundle", "com.foo"}, {"tagid", "7"}}}})
+	benchRead(b, []Query{{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{{Name: "bundle", ID: "com.foo"}, {Name: "tagid", ID: "7"}}}})
 }
 
 // BenchmarkStoreReadCachedNoLastKnown is BenchmarkStoreReadCached without
 // remembering last-known values: what remembering costs a hot read.
 func BenchmarkStoreReadCachedNoLastKnown(b *testing.B) {
-	benchRead(b, []Query{{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{{"bundle", "com.foo"}, {"tagid", "7"}}}}, "COUNTER_STALE_MAX=0")
+	benchRead(b, []Query{{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{{Name: "bundle", ID: "com.foo"}, {Name: "tagid", ID: "7"}}}}, "COUNTER_STALE_MAX=0")
 }
 
 func BenchmarkStoreReadBatch50(b *testing.B) {
 	qs := make([]Query, 50)
 	for i := range qs {
-		qs[i] = Query{CID: strconv.Itoa(i), Event: "win", Windows: []int{3}, Dims: []Dim{{"device", "abc"}, {"bundle", "com.foo"}, {"tagid", "7"}}}
+		qs[i] = Query{CID: strconv.Itoa(i), Event: "win", Windows: []int{3}, Dims: []Dim{{Name: "device", ID: "abc"}, {Name: "bundle", ID: "com.foo"}, {Name: "tagid", ID: "7"}}}
 	}
 	benchRead(b, qs, "COUNTER_HOT_KEY_RATE=0")
 }
@@ -112,7 +112,7 @@ func BenchmarkStoreReadBatch50(b *testing.B) {
 func BenchmarkStoreReadBatch50NoLastKnown(b *testing.B) {
 	qs := make([]Query, 50)
 	for i := range qs {
-		qs[i] = Query{CID: strconv.Itoa(i), Event: "win", Windows: []int{3}, Dims: []Dim{{"device", "abc"}, {"bundle", "com.foo"}, {"tagid", "7"}}}
+		qs[i] = Query{CID: strconv.Itoa(i), Event: "win", Windows: []int{3}, Dims: []Dim{{Name: "device", ID: "abc"}, {Name: "bundle", ID: "com.foo"}, {Name: "tagid", ID: "7"}}}
 	}
 	benchRead(b, qs, "COUNTER_HOT_KEY_RATE=0", "COUNTER_STALE_MAX=0")
 }
@@ -127,7 +127,7 @@ func BenchmarkParseQuery(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		vals, _ := url.ParseQuery(raw)
-		if _, err := p.fromURL(vals, nil); err != nil {
+		if _, err := p.FromURL(vals, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -151,7 +151,7 @@ func BenchmarkDecodeBatch(b *testing.B) {
 			b.Fatal(err)
 		}
 		for i, it := range req.Items {
-			if _, err := p.fromItem(it, strconv.Itoa(i)); err != nil {
+			if _, err := p.FromItem(it, strconv.Itoa(i)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -231,8 +231,8 @@ func BenchmarkDedupeBytes(b *testing.B) {
 		name string
 		dim  func(i int) Dim
 	}{
-		{"cold", func(i int) Dim { return Dim{"device", uuid(i)} }},
-		{"hot", func(int) Dim { return Dim{"bundle", "com.hot"} }},
+		{"cold", func(i int) Dim { return Dim{Name: "device", ID: uuid(i)} }},
+		{"hot", func(int) Dim { return Dim{Name: "bundle", ID: "com.hot"} }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			srv := redistest.Start(b)
@@ -298,7 +298,7 @@ func BenchmarkStoreReadFullBatch(b *testing.B) {
 				qs := make([]Query, size)
 				for i := range qs {
 					qs[i] = Query{CID: strconv.Itoa(i % 50), Event: "win", Windows: windows,
-						Dims: []Dim{{"device", fmt.Sprintf("dev-%d", i)}, {"bundle", fmt.Sprintf("com.b%d", i%200)}, {"tagid", strconv.Itoa(i % 20)}}}
+						Dims: []Dim{{Name: "device", ID: fmt.Sprintf("dev-%d", i)}, {Name: "bundle", ID: fmt.Sprintf("com.b%d", i%200)}, {Name: "tagid", ID: strconv.Itoa(i % 20)}}}
 				}
 				srv := redistest.Start(b)
 				st, _ := testStore(b, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=5ms", "COUNTER_HOT_KEY_RATE=0", "COUNTER_STALE_MAX=0")

@@ -103,7 +103,7 @@ func TestReadsFromReplicas(t *testing.T) {
 	ctx := context.Background()
 	var qs []Query
 	for i := range 30 {
-		q := Query{CID: "5", Event: "win", Windows: []int{3}, Dims: []Dim{{"device", fmt.Sprintf("d%d", i)}, {"bundle", fmt.Sprintf("b%d", i)}}}
+		q := Query{CID: "5", Event: "win", Windows: []int{3}, Dims: []Dim{{Name: "device", ID: fmt.Sprintf("d%d", i)}, {Name: "bundle", ID: fmt.Sprintf("b%d", i)}}}
 		mustIncr(t, st, q)
 		qs = append(qs, q)
 	}
@@ -186,7 +186,7 @@ func BenchmarkReplicaVisibility(b *testing.B) {
 	took := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := range b.N {
-		q := Query{CID: "1", Event: "win", Dims: []Dim{{"device", fmt.Sprintf("vis-%d", i)}}}
+		q := Query{CID: "1", Event: "win", Dims: []Dim{{Name: "device", ID: fmt.Sprintf("vis-%d", i)}}}
 		mustIncr(b, writer, q)
 		start := time.Now() // the write is acknowledged
 		for {

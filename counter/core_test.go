@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
+	"github.com/freqcap/freqcap/core"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/freqcap/freqcap/shared/counting"
-	"github.com/freqcap/freqcap/shared/keyspace"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
 
@@ -22,7 +22,7 @@ func TestShorterWriterDoesNotShrinkLongerRead(t *testing.T) {
 	clk := newClock(now)
 	st, _ := testStore(t, srv, clk)
 	rc := newClient(t, srv.URL())
-	q := Query{CID: "42", Event: "win", Windows: []int{24}, Dims: []Dim{{"device", "d"}}}
+	q := Query{CID: "42", Event: "win", Windows: []int{24}, Dims: []Dim{{Name: "device", ID: "d"}}}
 	for ago := 9; ago >= 0; ago-- {
 		clk.Set(now.Add(-time.Duration(ago) * time.Hour))
 		mustIncr(t, st, q)
@@ -39,7 +39,7 @@ func TestShorterWriterDoesNotShrinkLongerRead(t *testing.T) {
 	if n := read(); n != 10 {
 		t.Fatalf("24 h read before = %d, want 10", n)
 	}
-	mustIncr(t, st, Query{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{{"device", "d"}}})
+	mustIncr(t, st, Query{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{{Name: "device", ID: "d"}}})
 	if n := read(); n != 11 {
 		t.Errorf("24 h read after a 3 h write = %d, want 11", n)
 	}
@@ -74,8 +74,8 @@ func TestKeysOfDifferentCountersNeverCollide(t *testing.T) {
 	srv := redistest.Start(t)
 	st, _ := testStore(t, srv, newClock(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)))
 	rc := newClient(t, srv.URL())
-	a := mustIncr(t, st, Query{CID: "1", Event: "win", Windows: []int{3}, EID: "z", Dims: []Dim{{"device", "x}:y"}}})
-	b := mustIncr(t, st, Query{CID: "1", Event: "win", Windows: []int{3}, EID: "y}:z", Dims: []Dim{{"device", "x"}}})
+	a := mustIncr(t, st, Query{CID: "1", Event: "win", Windows: []int{3}, EID: "z", Dims: []Dim{{Name: "device", ID: "x}:y"}}})
+	b := mustIncr(t, st, Query{CID: "1", Event: "win", Windows: []int{3}, EID: "y}:z", Dims: []Dim{{Name: "device", ID: "x"}}})
 	if a.Duplicate || b.Duplicate || a.Counts[0].Day != 1 || b.Counts[0].Day != 1 {
 		t.Fatalf("first %+v, second %+v: want both counted once, neither a duplicate", a, b)
 	}
@@ -107,11 +107,11 @@ func TestEveryKeyOfACounterSharesItsHashTag(t *testing.T) {
 		{Scope: counting.Scope{Campaign: "42", Event: "win"}, Subject: counting.Subject{Dim: "device", ID: "a}b{c:d%e"}, EventID: "e}1:{x"},
 		{Scope: counting.Scope{Business: 7}, Subject: counting.Subject{ID: "user:{1}"}, EventID: "r:1}"},
 	} {
-		want := hashTag(keyspace.Tagged("", &it))
+		want := hashTag(core.Tagged("", &it))
 		if strings.ContainsAny(strings.Trim(want, "{}"), "{}") {
 			t.Errorf("tag %q holds a brace", want)
 		}
-		for _, key := range []string{keyspace.Window(&it), keyspace.Hours(&it), keyspace.Sliding(&it), keyspace.Dedupe(&it)} {
+		for _, key := range []string{core.Window(&it), core.Hours(&it), core.Sliding(&it), core.Dedupe(&it)} {
 			if got := hashTag(key); got != want {
 				t.Errorf("key %q: hash tag %q, want %q", key, got, want)
 			}
@@ -190,7 +190,7 @@ func TestItemsEndpoint(t *testing.T) {
 func TestRacingDeliveriesOfOneEventCountOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	st, _ := testStore(t, srv, newClock(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)))
-	q := Query{CID: "1", Event: "win", Windows: []int{3}, PaceWindowSec: 600, EID: "race-1", Dims: []Dim{{"device", "d"}, {"bundle", "b"}}}
+	q := Query{CID: "1", Event: "win", Windows: []int{3}, PaceWindowSec: 600, EID: "race-1", Dims: []Dim{{Name: "device", ID: "d"}, {Name: "bundle", ID: "b"}}}
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {

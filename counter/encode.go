@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/freqcap/freqcap/campaign"
 	"net/http"
 	"strconv"
 	"sync"
@@ -21,8 +22,8 @@ import (
 //	 "paceWindowSec":600,"counts":{"device":{"day":3,"windows":{"2":1,"24":2},
 //	 "pace":{"count":1,"lastAt":1796210000123}}},"degraded":false,"duplicate":true}
 type answer struct {
-	q         *Query
-	res       *Result
+	q         *campaign.Query
+	res       *campaign.Result
 	code      int
 	msg       string
 	read      bool // reads carry "degraded"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/freqcap/freqcap/campaign"
 	"github.com/freqcap/freqcap/core"
 	"io"
 	"log/slog"
@@ -18,14 +19,6 @@ import (
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/httpjson"
 )
-
-// readCode is the application code of a failed read.
-func readCode(err error) int {
-	if apierr.CodeOf(err) == apierr.Timeout {
-		return apierr.Timeout
-	}
-	return apierr.Unavailable
-}
 
 // degrader turns failed reads into zero counts marked degraded, with a
 // metric and a log line at most once per second.
@@ -42,7 +35,7 @@ func (d *degrader) mark(r *http.Request, a *answer) {
 	if err == nil {
 		return
 	}
-	a.code = readCode(err)
+	a.code = campaign.ReadCode(err)
 	a.msg = core.FirstLine(err)
 	d.count(r, a.code, a.msg)
 }
@@ -56,14 +49,14 @@ func (d *degrader) count(r *http.Request, code int, msg string) {
 	})
 }
 
-func handleIncr(log *slog.Logger, p *parser, store seed000, writeTimeout time.Duration) http.Handler {
+func handleIncr(log *slog.Logger, p *campaign.Parser, store campaign.Counters, writeTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		vals, err := httpjson.Query(r)
 		if err != nil {
 			httpjson.Error(w, r, log, err)
 			return
 		}
-		q, err := p.fromURL(vals, nil)
+		q, err := p.FromURL(vals, nil)
 		if err == nil && len(q.Windows) > 1 {
 			err = apierr.Invalid("windowHours takes one window on writes (the largest of the campaign's caps)")
 		}
@@ -82,14 +75,14 @@ func handleIncr(log *slog.Logger, p *parser, store seed000, writeTimeout time.Du
 	})
 }
 
-func handleFreq(log *slog.Logger, p *parser, store seed000, deg *degrader) http.Handler {
+func handleFreq(log *slog.Logger, p *campaign.Parser, store campaign.Counters, deg *degrader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		vals, err := httpjson.Query(r)
 		if err != nil {
 			httpjson.Error(w, r, log, err)
 			return
 		}
-		q, err := p.fromURL(vals, nil)
+		q, err := p.FromURL(vals, nil)
 		if err == nil && q.EID != "" {
 			err = apierr.Invalid("eid is only accepted on writes")
 		}
@@ -97,7 +90,7 @@ func handleFreq(log *slog.Logger, p *parser, store seed000, deg *degrader) http.
 			httpjson.Error(w, r, log, err)
 			return
 		}
-		res := store.Read(r.Context(), []Query{q})[0]
+		res := store.Read(r.Context(), []campaign.Query{q})[0]
 		a := answer{q: &q, res: &res}
 		deg.mark(r, &a)
 		writeAnswers(w, []answer{a}, false)
@@ -172,16 +165,16 @@ func decodeBatch(w http.ResponseWriter, r *http.Request, v any, count func() int
 	return nil
 }
 
-func handleFreqBatch(log *slog.Logger, p *parser, store seed000, deg *degrader, maxItems int) http.Handler {
+func handleFreqBatch(log *slog.Logger, p *campaign.Parser, store campaign.Counters, deg *degrader, maxItems int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req counting.BatchRequest
 		if err := decodeBatch(w, r, &req, func() int { return len(req.Items) }, maxItems); err != nil {
 			httpjson.Error(w, r, log, err)
 			return
 		}
-		qs := make([]Query, len(req.Items))
+		qs := make([]campaign.Query, len(req.Items))
 		for i, it := range req.Items {
-			q, err := p.fromItem(it, fmt.Sprintf("items[%d].", i))
+			q, err := p.FromItem(it, fmt.Sprintf("items[%d].", i))
 			if err == nil && it.EID != "" {
 				err = apierr.Invalid("items[%d].eid is only accepted on writes (/v1/incr/batch)", i)
 			}
@@ -207,7 +200,7 @@ func handleFreqBatch(log *slog.Logger, p *parser, store seed000, deg *degrader, 
 // it is counted; an item Redis failed on gets 10001/10004 (retry it with
 // the same eid). Only a malformed body or a batch of the wrong size is a
 // 400.
-func handleIncrBatch(log *slog.Logger, p *parser, store seed000, maxItems int, writeTimeout time.Duration) http.Handler {
+func handleIncrBatch(log *slog.Logger, p *campaign.Parser, store campaign.Counters, maxItems int, writeTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req counting.BatchRequest
 		if err := decodeBatch(w, r, &req, func() int { return len(req.Items) }, maxItems); err != nil {
@@ -215,16 +208,16 @@ func handleIncrBatch(log *slog.Logger, p *parser, store seed000, maxItems int, w
 			return
 		}
 		answers := make([]answer, len(req.Items))
-		var qs []Query
+		var qs []campaign.Query
 		var at []int // answers index of each query
 		for i, it := range req.Items {
 			prefix := fmt.Sprintf("items[%d].", i)
-			q, err := p.fromItem(it, prefix)
+			q, err := p.FromItem(it, prefix)
 			if err == nil && len(q.Windows) > 1 {
 				err = apierr.Invalid("%swindowHours takes one window on writes (the largest of the campaign's caps)", prefix)
 			}
 			if err != nil {
-				answers[i] = answer{q: &Query{}, res: &Result{}, code: apierr.CodeOf(err), msg: err.Error()}
+				answers[i] = answer{q: &campaign.Query{}, res: &campaign.Result{}, code: apierr.CodeOf(err), msg: err.Error()}
 				continue
 			}
 			qs = append(qs, q)
@@ -248,7 +241,7 @@ func handleIncrBatch(log *slog.Logger, p *parser, store seed000, maxItems int, w
 // paceNames are the outcomes of a pace check on the wire.
 var paceNames = map[int]string{counting.PaceAllowed: "allowed", counting.PaceOverLimit: "over_limit", counting.PaceTooSoon: "too_soon"}
 
-func handlePace(log *slog.Logger, p *parser, store seed000, writeTimeout time.Duration) http.Handler {
+func handlePace(log *slog.Logger, p *campaign.Parser, store campaign.Counters, writeTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var windowSec, limit, minGapSec string
 		vals, err := httpjson.Query(r)
@@ -256,7 +249,7 @@ func handlePace(log *slog.Logger, p *parser, store seed000, writeTimeout time.Du
 			httpjson.Error(w, r, log, err)
 			return
 		}
-		q, err := p.fromURL(vals, map[string]*string{"windowSec": &windowSec, "limit": &limit, "minGapSec": &minGapSec})
+		q, err := p.FromURL(vals, map[string]*string{"windowSec": &windowSec, "limit": &limit, "minGapSec": &minGapSec})
 		if err == nil && (len(q.Windows) > 0 || q.PaceWindowSec > 0) {
 			err = apierr.Invalid("pace takes windowSec, limit and minGapSec, not windowHours or paceWindowSec")
 		}
@@ -286,25 +279,25 @@ func handlePace(log *slog.Logger, p *parser, store seed000, writeTimeout time.Du
 }
 
 // paceRule checks the pace parameters: windowSec and limit are required.
-func paceRule(p *parser, windowSec, limit, minGapSec string) (PaceRule, error) {
+func paceRule(p *campaign.Parser, windowSec, limit, minGapSec string) (campaign.PaceRule, error) {
 	if windowSec == "" || limit == "" {
-		return PaceRule{}, apierr.Invalid("windowSec and limit are required")
+		return campaign.PaceRule{}, apierr.Invalid("windowSec and limit are required")
 	}
-	ws, err := intParam("windowSec", windowSec, 1, p.maxPace)
+	ws, err := campaign.IntParam("windowSec", windowSec, 1, p.MaxPace())
 	if err != nil {
-		return PaceRule{}, err
+		return campaign.PaceRule{}, err
 	}
-	lim, err := intParam("limit", limit, 1, 1_000_000)
+	lim, err := campaign.IntParam("limit", limit, 1, 1_000_000)
 	if err != nil {
-		return PaceRule{}, err
+		return campaign.PaceRule{}, err
 	}
 	gap := 0
 	if minGapSec != "" {
-		if gap, err = intParam("minGapSec", minGapSec, 0, ws); err != nil {
-			return PaceRule{}, err
+		if gap, err = campaign.IntParam("minGapSec", minGapSec, 0, ws); err != nil {
+			return campaign.PaceRule{}, err
 		}
 	}
-	return PaceRule{Window: time.Duration(ws) * time.Second, Limit: lim, MinGap: time.Duration(gap) * time.Second}, nil
+	return campaign.PaceRule{Window: time.Duration(ws) * time.Second, Limit: lim, MinGap: time.Duration(gap) * time.Second}, nil
 }
 
 // handleSchema answers GET /v1/schema: the dimensions, events and limits

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/freqcap/freqcap/campaign"
 	"github.com/freqcap/freqcap/core"
 	"io"
 	"log/slog"
@@ -101,7 +102,7 @@ func newTestStore(t testing.TB, url string, s Settings, now func() time.Time) se
 	}
 	t.Cleanup(c.Close)
 	m := newMetrics(prometheus.NewRegistry())
-	return seed000{core.NewStore(c, s.storeOptions(reach, now), m), m}
+	return seed000{campaign.Counters{Store: core.NewStore(c, s.storeOptions(reach, now), m), M: m}, m}
 }
 
 // raw runs one command on a separate connection, as redis-cli would.
@@ -122,3 +123,21 @@ func rawInt(t testing.TB, c rueidis.Client, args ...string) int64 {
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func testutilCount(c prometheus.Counter) float64 { return testutil.ToFloat64(c) }
+
+// The campaign counters' types, as the tests of this package name them.
+type (
+	Query      = campaign.Query
+	Dim        = campaign.Dim
+	Result     = campaign.Result
+	PaceRule   = campaign.PaceRule
+	PaceResult = campaign.PaceResult
+)
+
+// seed000 is the campaign counters on a test store, with the counter's
+// metrics they report to.
+type seed000 struct {
+	campaign.Counters
+	m *metrics
+}
+
+func newParser(s Settings) *campaign.Parser { return campaign.NewParser(s.limits()) }

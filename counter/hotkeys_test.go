@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
+	"github.com/freqcap/freqcap/campaign"
+	"github.com/freqcap/freqcap/core"
 	"testing"
 	"time"
 
 	"github.com/freqcap/freqcap/shared/counting"
-	"github.com/freqcap/freqcap/shared/keyspace"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
 
@@ -16,11 +17,11 @@ func TestAHotDeviceStopsReachingRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	st, _ := testStore(t, srv, newClock(time.Now()), "COUNTER_HOT_KEY_RATE=100")
 	ctx := context.Background()
-	q := []Query{{CID: "1", Event: "win", Windows: []int{3}, Dims: []Dim{{"device", "bot"}}}}
+	q := []Query{{CID: "1", Event: "win", Windows: []int{3}, Dims: []Dim{{Name: "device", ID: "bot"}}}}
 	mustIncr(t, st, q[0])
 	deadline := time.Now().Add(10 * time.Second)
 	reads := 0
-	for reads < 10_000 || !st.IsHot(keyspace.Tagged("", &itemsOf(q)[0])) {
+	for reads < 10_000 || !st.IsHot(core.Tagged("", &itemsOf(q)[0])) {
 		if r := st.Read(ctx, q)[0]; r.Err != nil || r.Counts[0].Day != 1 {
 			t.Fatalf("read %d: %+v", reads, r)
 		}
@@ -53,10 +54,6 @@ func TestAHotDeviceStopsReachingRedis(t *testing.T) {
 
 // itemsOf is the items a read of qs is made of.
 func itemsOf(qs []Query) []counting.Item {
-	var its []counting.Item
-	var refs []ref
-	for i := range qs {
-		its, refs = qs[i].items(its, refs, i, false)
-	}
+	its, _ := campaign.Items(qs, false)
 	return its
 }

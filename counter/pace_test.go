@@ -24,7 +24,7 @@ func TestPaceMinimumGapRejectsOnItsOwn(t *testing.T) {
 	clk := newClock(t0)
 	st, _ := testStore(t, srv, clk)
 	rule := PaceRule{Window: time.Hour, Limit: 100, MinGap: 10 * time.Minute}
-	q := Query{CID: "1", Event: "win", Dims: []Dim{{"device", "d"}}}
+	q := Query{CID: "1", Event: "win", Dims: []Dim{{Name: "device", ID: "d"}}}
 
 	steps := []struct {
 		at   time.Duration
@@ -54,7 +54,7 @@ func TestPaceLimitRejectsOnItsOwnAndEventsLeaveExactly(t *testing.T) {
 	clk := newClock(t0)
 	st, _ := testStore(t, srv, clk)
 	rule := PaceRule{Window: time.Hour, Limit: 3}
-	q := Query{CID: "1", Event: "win", Dims: []Dim{{"device", "d"}}}
+	q := Query{CID: "1", Event: "win", Dims: []Dim{{Name: "device", ID: "d"}}}
 	for i := range 3 {
 		clk.Set(t0.Add(time.Duration(i) * time.Second))
 		if res := mustPace(t, st, q, rule); res.Result != counting.PaceAllowed || res.Dims[0].Count != int64(i+1) {
@@ -82,7 +82,7 @@ func TestPaceReplayOfOneEventIDCountsOnce(t *testing.T) {
 	clk := newClock(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC))
 	st, _ := testStore(t, srv, clk)
 	rule := PaceRule{Window: time.Hour, Limit: 5}
-	q := Query{CID: "1", Event: "win", EID: "a1:1", Dims: []Dim{{"device", "d"}}}
+	q := Query{CID: "1", Event: "win", EID: "a1:1", Dims: []Dim{{Name: "device", ID: "d"}}}
 	mustPace(t, st, q, rule)
 	clk.Add(time.Second)
 	res := mustPace(t, st, q, rule)
@@ -97,9 +97,9 @@ func TestPaceIsAllOrNothingAcrossDimensions(t *testing.T) {
 	st, _ := testStore(t, srv, clk)
 	rc := newClient(t, srv.URL())
 	rule := PaceRule{Window: time.Hour, Limit: 1}
-	mustPace(t, st, Query{CID: "1", Event: "win", Dims: []Dim{{"bundle", "full"}}}, rule)
+	mustPace(t, st, Query{CID: "1", Event: "win", Dims: []Dim{{Name: "bundle", ID: "full"}}}, rule)
 	clk.Add(time.Second)
-	res := mustPace(t, st, Query{CID: "1", Event: "win", Dims: []Dim{{"device", "fresh"}, {"bundle", "full"}}}, rule)
+	res := mustPace(t, st, Query{CID: "1", Event: "win", Dims: []Dim{{Name: "device", ID: "fresh"}, {Name: "bundle", ID: "full"}}}, rule)
 	if res.Result != counting.PaceOverLimit || res.Dims[0].Result != counting.PaceAllowed || res.Dims[1].Result != counting.PaceOverLimit {
 		t.Fatalf("result %+v, want over_limit from bundle", res)
 	}
@@ -117,7 +117,7 @@ func TestIncrRecordsPaceAndReadsReturnIt(t *testing.T) {
 	clk := newClock(t0)
 	st, _ := testStore(t, srv, clk)
 	rc := newClient(t, srv.URL())
-	q := Query{CID: "1", Event: "win", PaceWindowSec: 600, EID: "e1", Dims: []Dim{{"device", "d"}, {"bundle", "b"}}}
+	q := Query{CID: "1", Event: "win", PaceWindowSec: 600, EID: "e1", Dims: []Dim{{Name: "device", ID: "d"}, {Name: "bundle", ID: "b"}}}
 	mustIncr(t, st, q)
 	clk.Add(time.Second)
 	mustIncr(t, st, q) // a replay: one member per event id
@@ -127,7 +127,7 @@ func TestIncrRecordsPaceAndReadsReturnIt(t *testing.T) {
 	if n := rawInt(t, rc, "ZCARD", "sfreq:{win:device:1:d}:600"); n != 2 {
 		t.Errorf("pace ZSet has %d members, want 2", n)
 	}
-	read := Query{CID: "1", Event: "win", PaceWindowSec: 600, Dims: []Dim{{"device", "d"}, {"bundle", "b"}}}
+	read := Query{CID: "1", Event: "win", PaceWindowSec: 600, Dims: []Dim{{Name: "device", ID: "d"}, {Name: "bundle", ID: "b"}}}
 	res := st.Read(context.Background(), []Query{read})[0]
 	want := counting.Pace{Count: 2, LastAt: t0.Add(61 * time.Second).UnixMilli()}
 	for j := range read.Dims {
@@ -147,13 +147,13 @@ func TestSeveralWindowsFromOneHash(t *testing.T) {
 	now := time.Date(2026, 12, 2, 10, 30, 0, 0, time.UTC)
 	clk := newClock(now)
 	st, _ := testStore(t, srv, clk)
-	w := Query{CID: "1", Event: "win", Windows: []int{24}, Dims: []Dim{{"device", "d"}}}
+	w := Query{CID: "1", Event: "win", Windows: []int{24}, Dims: []Dim{{Name: "device", ID: "d"}}}
 	for _, ago := range []int{30, 20, 5, 1, 0, 0} {
 		clk.Set(now.Add(-time.Duration(ago) * time.Hour))
 		mustIncr(t, st, w)
 	}
 	clk.Set(now)
-	r := Query{CID: "1", Event: "win", Windows: []int{1, 2, 6, 24}, Dims: []Dim{{"device", "d"}}}
+	r := Query{CID: "1", Event: "win", Windows: []int{1, 2, 6, 24}, Dims: []Dim{{Name: "device", ID: "d"}}}
 	res := st.Read(context.Background(), []Query{r})[0]
 	want := []int64{2, 3, 4, 5} // the 30 h old event is outside every window
 	for i, n := range want {

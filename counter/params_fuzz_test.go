@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/freqcap/freqcap/campaign"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -13,30 +14,37 @@ import (
 	"github.com/freqcap/freqcap/shared/ids"
 )
 
-func fuzzParser(t testing.TB) *parser {
+// fuzzParser is the parser of a counter on its defaults, and what it
+// checks against.
+type fuzzParser struct {
+	*campaign.Parser
+	s Settings
+}
+
+func newFuzzParser(t testing.TB) fuzzParser {
 	s, err := loadSettings(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newParser(s)
+	return fuzzParser{newParser(s), s}
 }
 
 // valid checks what a parsed query promises the store.
-func (p *parser) valid(t *testing.T, in string, q Query) {
+func (p fuzzParser) valid(t *testing.T, in string, q Query) {
 	t.Helper()
-	if !ids.ValidCID(q.CID) || !slices.Contains(p.events, q.Event) || len(q.Dims) == 0 || (q.EID != "" && !ids.ValidID(q.EID)) {
+	if !ids.ValidCID(q.CID) || !slices.Contains(p.s.Events, q.Event) || len(q.Dims) == 0 || (q.EID != "" && !ids.ValidID(q.EID)) {
 		t.Fatalf("%q parsed as %+v", in, q)
 	}
 	for _, d := range q.Dims {
-		if !slices.Contains(p.dims, d.Name) || !ids.ValidID(d.ID) {
+		if !slices.Contains(p.s.Dimensions, d.Name) || !ids.ValidID(d.ID) {
 			t.Fatalf("%q parsed dimension %+v", in, d)
 		}
 	}
-	if !slices.IsSorted(q.Windows) || len(q.Windows) > maxWindows {
+	if !slices.IsSorted(q.Windows) || len(q.Windows) > campaign.MaxWindows {
 		t.Fatalf("%q parsed windows %v", in, q.Windows)
 	}
 	for _, w := range q.Windows {
-		if w < 1 || w > p.maxWindow {
+		if w < 1 || w > p.s.MaxWindowHours {
 			t.Fatalf("%q parsed window %d", in, w)
 		}
 	}
@@ -55,14 +63,14 @@ func FuzzParseQuery(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	p := fuzzParser(f)
+	p := newFuzzParser(f)
 	f.Fuzz(func(t *testing.T, raw string) {
 		r := &http.Request{URL: &url.URL{RawQuery: raw}}
 		vals, err := httpjson.Query(r)
 		if err != nil {
 			return
 		}
-		q, err := p.fromURL(vals, nil)
+		q, err := p.FromURL(vals, nil)
 		if err != nil {
 			return
 		}
@@ -82,15 +90,16 @@ func FuzzDecodeBatch(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	p := fuzzParser(f)
+	p := newFuzzParser(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req counting.BatchRequest
 		r := httptest.NewRequest(http.MethodPost, "/v1/freq/batch", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
 		if err := decodeBatch(httptest.NewRecorder(), r, &req, func() int { return len(req.Items) }, 1000); err != nil {
 			return
 		}
 		for _, it := range req.Items {
-			if q, err := p.fromItem(it, "items[0]."); err == nil {
+			if q, err := p.FromItem(it, "items[0]."); err == nil {
 				p.valid(t, string(body), q)
 			}
 		}

@@ -41,7 +41,7 @@ func TestWritesWaitForReplicas(t *testing.T) {
 		var qs []Query
 		for i := range 60 {
 			qs = append(qs, Query{CID: "1", Event: "win", EID: fmt.Sprintf("%s-%d", prefix, i), Windows: []int{2},
-				Dims: []Dim{{"device", fmt.Sprintf("%s-%d", prefix, i)}, {"bundle", "com.rep"}}})
+				Dims: []Dim{{Name: "device", ID: fmt.Sprintf("%s-%d", prefix, i)}, {Name: "bundle", ID: "com.rep"}}})
 		}
 		return qs
 	}
@@ -127,7 +127,7 @@ func BenchmarkReplicatedWrite(b *testing.B) {
 				qs := make([]Query, 20)
 				for k := range qs {
 					qs[k] = Query{CID: "1", Event: "win", EID: fmt.Sprintf("e-%d-%d", i, k), Windows: []int{24},
-						Dims: []Dim{{"device", fmt.Sprintf("d-%d-%d", i, k)}, {"bundle", fmt.Sprintf("b-%d", k)}, {"tagid", "7"}}}
+						Dims: []Dim{{Name: "device", ID: fmt.Sprintf("d-%d-%d", i, k)}, {Name: "bundle", ID: fmt.Sprintf("b-%d", k)}, {Name: "tagid", ID: "7"}}}
 				}
 				start := time.Now()
 				if _, errs := st.IncrBatch(ctx, qs); errs[0] != nil {

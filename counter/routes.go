@@ -18,12 +18,12 @@ import (
 // addRoutes is the counter's whole HTTP API.
 func addRoutes(r chi.Router, d deps) {
 	m := d.httpMetrics
-	r.Method(http.MethodPost, "/v1/incr", m.Route("/v1/incr", handleIncr(d.log, d.parser, d.seed000, d.settings.WriteTimeout)))
+	r.Method(http.MethodPost, "/v1/incr", m.Route("/v1/incr", handleIncr(d.log, d.parser, d.campaigns, d.settings.WriteTimeout)))
 	r.Method(http.MethodGet, "/v1/schema", m.Route("/v1/schema", handleSchema(d.settings)))
-	r.Method(http.MethodPost, "/v1/incr/batch", m.Route("/v1/incr/batch", handleIncrBatch(d.log, d.parser, d.seed000, d.settings.MaxBatch, d.settings.WriteTimeout)))
-	r.Method(http.MethodGet, "/v1/freq", m.Route("/v1/freq", handleFreq(d.log, d.parser, d.seed000, d.degrader)))
-	r.Method(http.MethodPost, "/v1/freq/batch", m.Route("/v1/freq/batch", handleFreqBatch(d.log, d.parser, d.seed000, d.degrader, d.settings.MaxReadBatch)))
-	r.Method(http.MethodPost, "/v1/pace", m.Route("/v1/pace", handlePace(d.log, d.parser, d.seed000, d.settings.WriteTimeout)))
+	r.Method(http.MethodPost, "/v1/incr/batch", m.Route("/v1/incr/batch", handleIncrBatch(d.log, d.parser, d.campaigns, d.settings.MaxBatch, d.settings.WriteTimeout)))
+	r.Method(http.MethodGet, "/v1/freq", m.Route("/v1/freq", handleFreq(d.log, d.parser, d.campaigns, d.degrader)))
+	r.Method(http.MethodPost, "/v1/freq/batch", m.Route("/v1/freq/batch", handleFreqBatch(d.log, d.parser, d.campaigns, d.degrader, d.settings.MaxReadBatch)))
+	r.Method(http.MethodPost, "/v1/pace", m.Route("/v1/pace", handlePace(d.log, d.parser, d.campaigns, d.settings.WriteTimeout)))
 	r.Method(http.MethodPost, "/v1/items", m.Route("/v1/items", handleItems(d.log, d.limits, d.store, d.degrader, d.settings.MaxBatch, d.settings.WriteTimeout)))
 	r.Method(http.MethodPost, "/v1/limit", m.Route("/v1/limit", handleLimit(d.limiter)))
 	r.Method(http.MethodPost, "/v1/limit/batch", m.Route("/v1/limit/batch", handleLimitBatch(d.limiter, d.settings.MaxBatch)))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/freqcap/freqcap/campaign"
 	"github.com/freqcap/freqcap/core"
 	"log/slog"
 	"net/http"
@@ -17,9 +18,9 @@ import (
 type deps struct {
 	log         *slog.Logger
 	settings    Settings
-	parser      *parser
+	parser      *campaign.Parser
 	store       *core.Store
-	seed000     seed000
+	campaigns   campaign.Counters
 	limits      *core.Limits
 	freqControl *freqControl
 	limiter     *limiter
@@ -35,9 +36,9 @@ func NewServer(log *slog.Logger, s Settings, store *core.Store, m *metrics, reg 
 	d := deps{
 		log:         log,
 		settings:    s,
-		parser:      newParser(s),
+		parser:      campaign.NewParser(s.limits()),
 		store:       store,
-		seed000:     seed000{store, m},
+		campaigns:   campaign.Counters{Store: store, M: m},
 		limits:      lim,
 		freqControl: &freqControl{log: log, store: store, lim: lim, maxBatch: s.MaxBatch, maxReadBatch: s.MaxReadBatch, writeTimeout: s.WriteTimeout},
 		degrader:    &degrader{log: log, metrics: m},

@@ -32,7 +32,7 @@ func TestIncrWritesDayAndHourKeys(t *testing.T) {
 	st, _ := testStore(t, srv, clk, "COUNTER_MAX_WINDOW_HOURS=3")
 	rc := newClient(t, srv.URL())
 
-	q := Query{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{{"device", "abc"}, {"bundle", "com.foo"}}}
+	q := Query{CID: "42", Event: "win", Windows: []int{3}, Dims: []Dim{{Name: "device", ID: "abc"}, {Name: "bundle", ID: "com.foo"}}}
 	for i := 1; i <= 3; i++ {
 		res := mustIncr(t, st, q)
 		for j, c := range res.Counts {
@@ -64,7 +64,7 @@ func TestIncrDayOnlyWritesNoHash(t *testing.T) {
 	srv := redistest.Start(t)
 	st, _ := testStore(t, srv, newClock(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)))
 	rc := newClient(t, srv.URL())
-	mustIncr(t, st, Query{CID: "7", Event: "imp", Dims: []Dim{{"device", "d"}}})
+	mustIncr(t, st, Query{CID: "7", Event: "imp", Dims: []Dim{{Name: "device", ID: "d"}}})
 	if n := rawInt(t, rc, "EXISTS", "hfreq:{imp:device:7:d}"); n != 0 {
 		t.Errorf("hour hash written for windowHours=0")
 	}
@@ -78,12 +78,12 @@ func TestLastSecondOfDayStillCounts(t *testing.T) {
 	clk := newClock(time.Date(2026, 12, 2, 23, 59, 59, 0, time.UTC))
 	st, _ := testStore(t, srv, clk)
 	rc := newClient(t, srv.URL())
-	mustIncr(t, st, Query{CID: "1", Event: "win", Dims: []Dim{{"device", "late"}}})
+	mustIncr(t, st, Query{CID: "1", Event: "win", Dims: []Dim{{Name: "device", ID: "late"}}})
 	ttl := rawInt(t, rc, "PTTL", "freq:{win:device:1:late}")
 	if ttl <= 0 || ttl > 1000 {
 		t.Fatalf("PTTL at 23:59:59 = %d ms, want in (0, 1000]", ttl)
 	}
-	if got := st.Read(context.Background(), []Query{{CID: "1", Event: "win", Dims: []Dim{{"device", "late"}}}})[0]; got.Err != nil || got.Counts[0].Day != 1 {
+	if got := st.Read(context.Background(), []Query{{CID: "1", Event: "win", Dims: []Dim{{Name: "device", ID: "late"}}}})[0]; got.Err != nil || got.Counts[0].Day != 1 {
 		t.Fatalf("read after last-second write: %+v", got)
 	}
 	time.Sleep(time.Duration(ttl+50) * time.Millisecond)
@@ -98,7 +98,7 @@ func TestDSTDayTTLInRedis(t *testing.T) {
 	clk := newClock(time.Date(2026, 11, 1, 0, 30, 0, 0, ny))
 	st, _ := testStore(t, srv, clk, "COUNTER_TIMEZONE=America/New_York")
 	rc := newClient(t, srv.URL())
-	mustIncr(t, st, Query{CID: "1", Event: "win", Dims: []Dim{{"device", "dst"}}})
+	mustIncr(t, st, Query{CID: "1", Event: "win", Dims: []Dim{{Name: "device", ID: "dst"}}})
 	ttl := rawInt(t, rc, "PTTL", "freq:{win:device:1:dst}")
 	want := int64(24*time.Hour+30*time.Minute) / 1e6 // 25 h day, 30 min gone
 	if ttl > want || ttl < want-5000 {
@@ -112,7 +112,7 @@ func TestHourBucketsSlideAndStayBounded(t *testing.T) {
 	clk := newClock(start)
 	st, _ := testStore(t, srv, clk, "COUNTER_MAX_WINDOW_HOURS=3")
 	rc := newClient(t, srv.URL())
-	q := Query{CID: "9", Event: "win", Windows: []int{3}, Dims: []Dim{{"device", "h"}}}
+	q := Query{CID: "9", Event: "win", Windows: []int{3}, Dims: []Dim{{Name: "device", ID: "h"}}}
 	// Two events an hour for two days.
 	for h := range 48 {
 		clk.Set(start.Add(time.Duration(h) * time.Hour))
@@ -139,7 +139,7 @@ func TestHourBucketsSlideAndStayBounded(t *testing.T) {
 func TestEventIDIsIdempotent(t *testing.T) {
 	srv := redistest.Start(t)
 	st, _ := testStore(t, srv, newClock(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)))
-	q := Query{CID: "5", Event: "win", Windows: []int{2}, EID: "auction-1:imp-1", Dims: []Dim{{"device", "x"}, {"tagid", "t"}}}
+	q := Query{CID: "5", Event: "win", Windows: []int{2}, EID: "auction-1:imp-1", Dims: []Dim{{Name: "device", ID: "x"}, {Name: "tagid", ID: "t"}}}
 	first := mustIncr(t, st, q)
 	again := mustIncr(t, st, q)
 	if first.Duplicate || !again.Duplicate {
@@ -160,7 +160,7 @@ func TestCachedReadSeesOtherConnectionsWrites(t *testing.T) {
 	srv := redistest.Start(t)
 	st, _ := testStore(t, srv, newClock(time.Now()))
 	rc := newClient(t, srv.URL())
-	q := []Query{{CID: "3", Event: "win", Dims: []Dim{{"bundle", "com.hot"}}}}
+	q := []Query{{CID: "3", Event: "win", Dims: []Dim{{Name: "bundle", ID: "com.hot"}}}}
 	read := func() int64 {
 		res := st.Read(context.Background(), q)[0]
 		if res.Err != nil {
@@ -197,13 +197,13 @@ func TestReadFailsOpenWithinDeadline(t *testing.T) {
 	srv := redistest.Start(t)
 	st, _ := testStore(t, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=20ms", "COUNTER_STALE_MAX=0") // zeros, not last-known values
 	q := []Query{
-		{CID: "1", Event: "win", Windows: []int{2}, Dims: []Dim{{"device", "a"}, {"bundle", "b"}}},
-		{CID: "2", Event: "win", Dims: []Dim{{"device", "c"}}},
+		{CID: "1", Event: "win", Windows: []int{2}, Dims: []Dim{{Name: "device", ID: "a"}, {Name: "bundle", ID: "b"}}},
+		{CID: "2", Event: "win", Dims: []Dim{{Name: "device", ID: "c"}}},
 	}
 	// Every item has an uncached dimension: a cached one may rightly still
 	// be answered from the local cache in the instant before rueidis notices
 	// the connection is gone.
-	if _, err := st.Incr(context.Background(), &Query{CID: "1", Event: "win", Dims: []Dim{{"device", "a"}}}); err != nil {
+	if _, err := st.Incr(context.Background(), &Query{CID: "1", Event: "win", Dims: []Dim{{Name: "device", ID: "a"}}}); err != nil {
 		t.Fatal(err)
 	}
 	check := func(name string, code int) {
@@ -259,7 +259,7 @@ func TestReadFailsOpenWithinDeadline(t *testing.T) {
 	srv.Restart()
 	recovered("after restart", 0)
 
-	_, err := st.Incr(context.Background(), &Query{CID: "1", Event: "win", Dims: []Dim{{"device", "a"}}})
+	_, err := st.Incr(context.Background(), &Query{CID: "1", Event: "win", Dims: []Dim{{Name: "device", ID: "a"}}})
 	if err != nil {
 		t.Fatalf("write after restart: %v", err)
 	}
@@ -271,7 +271,7 @@ func TestWriteFailsWhenRedisIsDown(t *testing.T) {
 	srv.Kill()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	_, err := st.Incr(ctx, &Query{CID: "1", Event: "win", Dims: []Dim{{"device", "a"}}})
+	_, err := st.Incr(ctx, &Query{CID: "1", Event: "win", Dims: []Dim{{Name: "device", ID: "a"}}})
 	if apierr.CodeOf(err) != apierr.Unavailable {
 		t.Fatalf("incr with redis down: err = %v, want unavailable", err)
 	}
@@ -286,7 +286,7 @@ func TestWriteBatchIsOnePipelineAndSurvivesScriptFlush(t *testing.T) {
 	clk := newClock(time.Date(2026, 12, 2, 10, 30, 0, 0, time.UTC))
 	st, _ := testStore(t, srv, clk)
 	rc := newClient(t, srv.URL())
-	q := Query{CID: "7", Event: "win", Windows: []int{3}, Dims: []Dim{{"device", "abc"}, {"bundle", "com.foo"}}}
+	q := Query{CID: "7", Event: "win", Windows: []int{3}, Dims: []Dim{{Name: "device", ID: "abc"}, {Name: "bundle", ID: "com.foo"}}}
 	mustIncr(t, st, q)
 	srv.OnMasters(t, "SCRIPT", "FLUSH")
 	srv.OnMasters(t, "CONFIG", "RESETSTAT")
@@ -320,8 +320,8 @@ func TestReadsAnswerLastKnownValues(t *testing.T) {
 	ctx := context.Background()
 	// Devices are read straight from Redis (bundles and tagids would be
 	// answered by the client-side cache).
-	known := Query{CID: "1", Event: "win", Windows: []int{2}, Dims: []Dim{{"device", "a"}}}
-	unread := Query{CID: "2", Event: "win", Dims: []Dim{{"device", "a"}}}
+	known := Query{CID: "1", Event: "win", Windows: []int{2}, Dims: []Dim{{Name: "device", ID: "a"}}}
+	unread := Query{CID: "2", Event: "win", Dims: []Dim{{Name: "device", ID: "a"}}}
 	for range 3 {
 		mustIncr(t, st, known)
 	}
@@ -388,7 +388,7 @@ func TestAStalledRedisIsNotWaitedOn(t *testing.T) {
 	srv := redistest.Start(t)
 	st, _ := testStore(t, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=300ms", "COUNTER_STALE_MAX=60s")
 	ctx := context.Background()
-	q := []Query{{CID: "1", Event: "win", Dims: []Dim{{"device", "stall"}}}}
+	q := []Query{{CID: "1", Event: "win", Dims: []Dim{{Name: "device", ID: "stall"}}}}
 	mustIncr(t, st, q[0])
 	if r := st.Read(ctx, q)[0]; r.Err != nil || r.Counts[0].Day != 1 {
 		t.Fatalf("read with Redis up: %+v", r)
@@ -436,7 +436,7 @@ func TestWindowsOfADimensionShareOneHGETALL(t *testing.T) {
 	srv := redistest.Start(t)
 	clk := newClock(time.Date(2026, 12, 3, 10, 30, 0, 0, time.UTC))
 	st, _ := testStore(t, srv, clk)
-	q := Query{CID: "9", Event: "win", Windows: []int{1}, Dims: []Dim{{"device", "w"}, {"tagid", "t"}}}
+	q := Query{CID: "9", Event: "win", Windows: []int{1}, Dims: []Dim{{Name: "device", ID: "w"}, {Name: "tagid", ID: "t"}}}
 	for i, h := range []int{30, 5, 2, 0, 0} { // hours ago: 1 + 1 + 1 + 2 events
 		clk.Set(time.Date(2026, 12, 3, 10, 30, 0, 0, time.UTC).Add(-time.Duration(h) * time.Hour))
 		q.EID = fmt.Sprintf("w-%d", i)
@@ -514,7 +514,7 @@ func TestEventsOfAHotCounterShareOneRun(t *testing.T) {
 	if n := srv.TotalCalls(t, "evalsha") + srv.TotalCalls(t, "eval"); n != 52 {
 		t.Errorf("%d script runs, want 52", n)
 	}
-	r := v.Read(context.Background(), []Query{{CID: "7", Event: "win", Windows: []int{3}, Dims: []Dim{{"bundle", "com.hot"}}}})[0]
+	r := v.Read(context.Background(), []Query{{CID: "7", Event: "win", Windows: []int{3}, Dims: []Dim{{Name: "bundle", ID: "com.hot"}}}})[0]
 	if r.Err != nil || r.Counts[0].Day != 50 || r.Counts[0].Windows[0] != 50 {
 		t.Errorf("bundle read: %+v, want 50 and 50", r)
 	}
@@ -533,7 +533,7 @@ func TestConcurrentWritesShareBatches(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			q := Query{CID: "8", Event: "win", EID: fmt.Sprint("c", i), Dims: []Dim{{"bundle", "com.together"}}}
+			q := Query{CID: "8", Event: "win", EID: fmt.Sprint("c", i), Dims: []Dim{{Name: "bundle", ID: "com.together"}}}
 			r, err := v.Incr(context.Background(), &q)
 			if err != nil {
 				t.Error(err)

@@ -14,7 +14,6 @@ import (
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/httpjson"
 	"github.com/freqcap/freqcap/shared/ids"
-	"github.com/freqcap/freqcap/shared/keyspace"
 )
 
 // The view counter of seed 004: a view counts toward an article's total
@@ -68,7 +67,7 @@ type views struct {
 	readTimeout  time.Duration
 }
 
-func totalKey(article string) string { return "views:{a:" + keyspace.Escape(article) + "}" }
+func totalKey(article string) string { return "views:{a:" + core.Escape(article) + "}" }
 
 // count decides one view and counts it; the error is Redis's.
 func (v *views) count(ctx context.Context, article, viewer string) (counting.ViewAnswer, error) {

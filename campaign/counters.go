@@ -1,23 +1,26 @@
-package main
+// Package campaign is the campaign counters over the counting core: a
+// campaign's event counted for each dimension of a notice (the natural
+// day, the hour windows, an exact pace window), the queries of /v1/incr,
+// /v1/freq, /v1/freq/batch and /v1/pace turned into core items and back.
+// The counter serves them over HTTP; the client's direct mode reads them
+// in-process.
+package campaign
 
 import (
 	"context"
 	"errors"
-	"github.com/freqcap/freqcap/core"
+	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
+	"github.com/freqcap/freqcap/core"
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/ids"
 )
 
-// The seed-000 endpoints (/v1/incr, /v1/freq, /v1/freq/batch, /v1/pace)
-// are views over the counting core: one campaign and event, one counter
-// per dimension (the day, an hour window, an exact window), turned into
-// items and back.
-
-// Query is one request of a seed-000 endpoint: a campaign's event and one id
+// Query is one request of a campaign endpoint: a campaign's event and one id
 // per dimension, with the windows asked for.
 type Query struct {
 	CID   string
@@ -59,10 +62,10 @@ type Result struct {
 	AgeMs int64
 }
 
-// seed000 serves the seed-000 views on a store.
-type seed000 struct {
+// Counters serve the campaign queries on a core store.
+type Counters struct {
 	*core.Store
-	m *metrics
+	M core.Metrics
 }
 
 // ref says which dimension and which counter of a query an item is.
@@ -133,7 +136,7 @@ func fill(res []Result, r ref, got *counting.Result) {
 
 // Incr counts one event for every dimension of q: the day, the hour window
 // when one is given, the exact window when PaceWindowSec is.
-func (v seed000) Incr(ctx context.Context, q *Query) (Result, error) {
+func (v Counters) Incr(ctx context.Context, q *Query) (Result, error) {
 	if q.PaceWindowSec > 0 && q.EID == "" {
 		// One member for every dimension's window, as with an eid.
 		q.EID = ids.Random("r-")
@@ -158,7 +161,7 @@ func (v seed000) Incr(ctx context.Context, q *Query) (Result, error) {
 // IncrBatch counts every query as Incr does, all in one store write (one
 // pipelined round trip per Redis node); each query gets its result or its
 // own error.
-func (v seed000) IncrBatch(ctx context.Context, qs []Query) ([]Result, []error) {
+func (v Counters) IncrBatch(ctx context.Context, qs []Query) ([]Result, []error) {
 	for i := range qs {
 		if qs[i].PaceWindowSec > 0 && qs[i].EID == "" {
 			qs[i].EID = ids.Random("r-")
@@ -191,6 +194,13 @@ func (q *Query) size() int {
 	return n * len(q.Dims)
 }
 
+// Items are the core items qs are made of, writes of one hit or reads, in
+// the order the store answers them.
+func Items(qs []Query, write bool) ([]counting.Item, int) {
+	its, _ := queryItems(qs, write)
+	return its, len(its)
+}
+
 // queryItems turns every query into its items (writes of one hit, or reads),
 // with each item's place in the results.
 func queryItems(qs []Query, write bool) ([]counting.Item, []ref) {
@@ -206,7 +216,7 @@ func queryItems(qs []Query, write bool) ([]counting.Item, []ref) {
 }
 
 // Read answers every query in one store read.
-func (v seed000) Read(ctx context.Context, qs []Query) []Result {
+func (v Counters) Read(ctx context.Context, qs []Query) []Result {
 	its, refs := queryItems(qs, false)
 	got := v.Store.Read(ctx, its)
 	res := newResults(qs)
@@ -254,7 +264,7 @@ type PaceDim struct {
 // Pace checks and records one event in the exact sliding window of every
 // dimension of q. It is all-or-nothing: when any dimension refuses, the
 // event is taken back from the dimensions that recorded it.
-func (v seed000) Pace(ctx context.Context, q *Query, rule PaceRule) (PaceResult, error) {
+func (v Counters) Pace(ctx context.Context, q *Query, rule PaceRule) (PaceResult, error) {
 	eid := q.EID
 	if eid == "" {
 		eid = ids.Random("r-")
@@ -309,7 +319,7 @@ func (v seed000) Pace(ctx context.Context, q *Query, rule PaceRule) (PaceResult,
 		}
 	}
 	if err != nil {
-		v.m.RedisError("pace")
+		v.M.RedisError("pace")
 		return PaceResult{}, &apierr.Error{Code: apierr.Unavailable, Msg: "redis unavailable, retry: " + core.FirstLine(err)}
 	}
 	if refused >= 0 {
@@ -327,4 +337,67 @@ func paceCode(g *counting.Result) int {
 		return counting.PaceTooSoon
 	}
 	return counting.PaceAllowed
+}
+
+// ReadBatch answers the items of a batch read (POST /v1/freq/batch) as
+// the counter does, for a caller in the same process (the client's
+// direct mode): an invalid item refuses the whole batch, as a 400 does;
+// a query Redis could not serve in time is degraded on its own.
+func (v Counters) ReadBatch(ctx context.Context, p *Parser, items []counting.BatchItem) ([]counting.Answer, error) {
+	qs := make([]Query, len(items))
+	for i, it := range items {
+		q, err := p.FromItem(it, fmt.Sprintf("items[%d].", i))
+		if err == nil && it.EID != "" {
+			err = apierr.Invalid("items[%d].eid is only accepted on writes", i)
+		}
+		if err != nil {
+			return nil, err
+		}
+		qs[i] = q
+	}
+	res := v.Read(ctx, qs)
+	out := make([]counting.Answer, len(qs))
+	for i := range qs {
+		out[i] = AnswerOf(&qs[i], &res[i])
+	}
+	return out, nil
+}
+
+// AnswerOf is a read query's answer on the wire (counting.Answer).
+func AnswerOf(q *Query, r *Result) counting.Answer {
+	a := counting.Answer{CID: q.CID, Event: q.Event, WindowHours: q.Windows, PaceWindowSec: q.PaceWindowSec,
+		Counts: make(map[string]counting.Counts, len(q.Dims))}
+	if a.WindowHours == nil {
+		a.WindowHours = []int{}
+	}
+	if r.Err != nil {
+		a.Code, a.Msg, a.Degraded = ReadCode(r.Err), core.FirstLine(r.Err), true
+	} else if r.Stale {
+		a.Stale, a.AgeMs = true, r.AgeMs
+	}
+	for d, dim := range q.Dims {
+		c := &r.Counts[d]
+		out := counting.Counts{Day: c.Day}
+		if len(q.Windows) > 0 {
+			out.Windows = make(map[string]int64, len(q.Windows))
+			for w, hours := range q.Windows {
+				out.Windows[strconv.Itoa(hours)] = c.Windows[w]
+			}
+		}
+		if q.PaceWindowSec > 0 {
+			p := c.Pace
+			out.Pace = &p
+		}
+		a.Counts[dim.Name] = out
+	}
+	return a
+}
+
+// ReadCode is the code of a read that failed: 10001 when Redis was too
+// slow, 10004 otherwise.
+func ReadCode(err error) int {
+	if apierr.CodeOf(err) == apierr.Timeout {
+		return apierr.Timeout
+	}
+	return apierr.Unavailable
 }

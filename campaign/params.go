@@ -1,6 +1,7 @@
-package main
+package campaign
 
 import (
+	"github.com/freqcap/freqcap/core"
 	"maps"
 	"net/url"
 	"slices"
@@ -12,25 +13,31 @@ import (
 	"github.com/freqcap/freqcap/shared/ids"
 )
 
-// maxWindows is how many hour windows one read may ask for.
-const maxWindows = 10
+// MaxWindows is how many hour windows one read may ask for.
+const MaxWindows = 10
 
-// parser validates requests against the configured dimensions and events.
-type parser struct {
+// Parser turns requests into queries, validated against the configured
+// dimensions, events and largest windows.
+type Parser struct {
 	dims      []string
 	events    []string
 	maxWindow int
 	maxPace   int
 }
 
-func newParser(s Settings) *parser {
-	return &parser{dims: s.Dimensions, events: s.Events, maxWindow: s.MaxWindowHours, maxPace: s.MaxPaceWindowSec}
+// NewParser validates against l (core.Limits: the dimensions, events,
+// hours kept and longest exact window).
+func NewParser(l *core.Limits) *Parser {
+	return &Parser{dims: l.Dimensions, events: l.Events, maxWindow: l.MaxHours, maxPace: l.MaxSliding}
 }
 
-// fromURL reads one query from URL parameters. Every parameter must be known
+// MaxPace is the longest exact window, in seconds.
+func (p *Parser) MaxPace() int { return p.maxPace }
+
+// FromURL reads one query from URL parameters. Every parameter must be known
 // and given once: typos in an internal API must not pass silently. extra
 // names the endpoint's own parameters and receives their values.
-func (p *parser) fromURL(vals url.Values, extra map[string]*string) (Query, error) {
+func (p *Parser) FromURL(vals url.Values, extra map[string]*string) (Query, error) {
 	q := Query{Event: p.events[0]}
 	for name, vs := range vals {
 		if len(vs) != 1 {
@@ -51,7 +58,7 @@ func (p *parser) fromURL(vals url.Values, extra map[string]*string) (Query, erro
 			}
 			q.Windows = ws
 		case "paceWindowSec":
-			n, err := intParam(name, v, 0, p.maxPace)
+			n, err := IntParam(name, v, 0, p.maxPace)
 			if err != nil {
 				return q, err
 			}
@@ -72,13 +79,13 @@ func (p *parser) fromURL(vals url.Values, extra map[string]*string) (Query, erro
 }
 
 // windows parses windowHours: "3", or several windows "2,24"; "0" is none.
-func (p *parser) windows(v string) ([]int, error) {
+func (p *Parser) windows(v string) ([]int, error) {
 	if v == "0" {
 		return nil, nil
 	}
 	parts := strings.Split(v, ",")
-	if len(parts) > maxWindows {
-		return nil, apierr.Invalid("windowHours takes at most %d windows", maxWindows)
+	if len(parts) > MaxWindows {
+		return nil, apierr.Invalid("windowHours takes at most %d windows", MaxWindows)
 	}
 	ws := make([]int, 0, len(parts))
 	for _, part := range parts {
@@ -92,8 +99,8 @@ func (p *parser) windows(v string) ([]int, error) {
 	return slices.Compact(ws), nil
 }
 
-// intParam parses a whole number parameter within [lo, hi].
-func intParam(name, v string, lo, hi int) (int, error) {
+// IntParam parses a whole number parameter within [lo, hi].
+func IntParam(name, v string, lo, hi int) (int, error) {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < lo || n > hi {
 		return 0, apierr.Invalid("%s must be a whole number between %d and %d", name, lo, hi)
@@ -101,15 +108,15 @@ func intParam(name, v string, lo, hi int) (int, error) {
 	return n, nil
 }
 
-// fromItem turns a batch item into a query; field names in errors are
+// FromItem turns a batch item into a query; field names in errors are
 // prefixed with the item's place, e.g. items[3].windowHours.
-func (p *parser) fromItem(it counting.BatchItem, prefix string) (Query, error) {
+func (p *Parser) FromItem(it counting.BatchItem, prefix string) (Query, error) {
 	q := Query{CID: it.CID, Event: it.Event, PaceWindowSec: it.PaceWindowSec, EID: it.EID}
 	if q.Event == "" {
 		q.Event = p.events[0]
 	}
-	if len(it.WindowHours) > maxWindows {
-		return q, apierr.Invalid("%swindowHours takes at most %d windows", prefix, maxWindows)
+	if len(it.WindowHours) > MaxWindows {
+		return q, apierr.Invalid("%swindowHours takes at most %d windows", prefix, MaxWindows)
 	}
 	for _, n := range it.WindowHours {
 		if n < 1 || n > p.maxWindow {
@@ -134,25 +141,25 @@ func (p *parser) fromItem(it counting.BatchItem, prefix string) (Query, error) {
 
 // sortDims puts dimensions in configured order, so answers and key order do
 // not depend on how the caller listed them.
-func (p *parser) sortDims(ds []Dim) {
+func (p *Parser) sortDims(ds []Dim) {
 	slices.SortFunc(ds, func(a, b Dim) int {
 		return slices.Index(p.dims, a.Name) - slices.Index(p.dims, b.Name)
 	})
 }
 
 // unknownParam names every parameter the endpoint takes.
-func (p *parser) unknownParam(name string, extra map[string]*string) error {
+func (p *Parser) unknownParam(name string, extra map[string]*string) error {
 	own := slices.Sorted(maps.Keys(extra))
 	valid := append([]string{"cid", "event", "eid", "windowHours", "paceWindowSec"}, own...)
 	return apierr.Invalid("unknown parameter %q: the parameters are %s and the dimensions %s",
 		name, strings.Join(valid, ", "), strings.Join(p.dims, ", "))
 }
 
-func (p *parser) windowErr(prefix string, lo int) error {
+func (p *Parser) windowErr(prefix string, lo int) error {
 	return apierr.Invalid("%swindowHours must be between %d and %d", prefix, lo, p.maxWindow)
 }
 
-func (p *parser) validate(q *Query, prefix string) error {
+func (p *Parser) validate(q *Query, prefix string) error {
 	if q.CID == "" {
 		return apierr.Invalid("%scid is required", prefix)
 	}
