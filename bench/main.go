@@ -12,6 +12,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/freqcap/freqcap/core"
 	"io"
 	"net"
 	"net/http"
@@ -32,8 +33,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
-
-	"github.com/freqcap/freqcap/lua"
 )
 
 // settings, from the environment; the defaults are the documented run.
@@ -708,7 +707,7 @@ func (st *stack) redisInt(key string) (int64, error) {
 // writes.
 func (st *stack) redisBenchmark(ctx context.Context) (result, error) {
 	host, port, _ := net.SplitHostPort(st.redisAddr)
-	out, err := exec.CommandContext(ctx, "redis-cli", "-h", host, "-p", port, "SCRIPT", "LOAD", lua.Count).Output()
+	out, err := exec.CommandContext(ctx, "redis-cli", "-h", host, "-p", port, "SCRIPT", "LOAD", core.CountScript).Output()
 	if err != nil {
 		return result{}, err
 	}

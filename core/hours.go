@@ -23,8 +23,11 @@ func (hoursKind) check(it *counting.Item, lim *Limits, field string) error {
 	return nil
 }
 
-func (hoursKind) write(it *counting.Item, e *env) writing {
-	return writing{part: "hours", keys: []string{Hours(it)}, args: []string{
+// partName is the kind's part of lua/count.lua (hours.lua).
+func (hoursKind) partName() string { return "hours" }
+
+func (k hoursKind) write(it *counting.Item, e *env) writing {
+	return writing{part: k.partName(), keys: []string{Hours(it)}, args: []string{
 		strconv.FormatInt(e.hour, 10),
 		strconv.Itoa(e.retention),
 		strconv.FormatInt(it.Spec.Span, 10),

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -62,4 +64,25 @@ type env struct {
 	dedupeTTL time.Duration
 	retention int       // hours every hour hash keeps
 	hoursMemo hoursMemo // the hour buckets of the counter read last
+}
+
+// partNames are the parts of lua/count.lua the kinds count with, sorted:
+// a kind with a part names it (its Lua file) with partName.
+func partNames() []string {
+	seen := map[string]bool{}
+	for _, k := range kinds {
+		if p, ok := k.(interface{ partName() string }); ok {
+			seen[p.partName()] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// limiterNames are the rate limiter kinds' names (their Lua files), sorted.
+func limiterNames() []string {
+	var out []string
+	for _, k := range Limiters() {
+		out = append(out, string(k))
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/rueidis"
 
@@ -13,7 +14,7 @@ import (
 	"github.com/freqcap/freqcap/shared/ids"
 )
 
-// limiterKind is what the rate limiters (seed 004) share: validation, the
+// limiterKind is what the rate limiters share: validation, the
 // key rl:{p:<policy>:<key>}:<kind>:<limit>:<periodMs>[:<param>][<suffix>],
 // one script for a check against all the item's limits (lua/limit.lua with
 // every kind's function), and the decoding of its answer. Each kind's own
@@ -32,18 +33,46 @@ type limiterKind struct {
 	param func(s *counting.Spec) int64
 	// own is the kind's key suffix and its own script argument.
 	own func(s *counting.Spec, e *env) (suffix, x string)
+	// takes names the spec's options the kind takes (burst, capacity,
+	// acquire); the others must be zero.
+	takes option
+	// shaping kinds let one unit pass every period/limit, so that
+	// interval must be at least 1 us.
+	shaping bool
+	// maxLimit bounds Limit below the general bound (0: none).
+	maxLimit int64
 }
 
-var limitScript = newScript(lua.Limit)
+// option is a set of a limiter spec's optional fields.
+type option uint8
+
+const (
+	takesBurst option = 1 << iota
+	takesCapacity
+	takesAcquire
+)
+
+// optionNames are the options by spec field.
+var optionNames = map[option]string{takesBurst: "burst", takesCapacity: "capacity", takesAcquire: "acquire"}
+
+// takers are the limiter kinds that take o, for error messages.
+func takers(o option) string {
+	var names []string
+	for _, k := range Limiters() {
+		if kinds[k].(limiterKind).takes&o != 0 {
+			names = append(names, string(k))
+		}
+	}
+	return strings.Join(names, " and ")
+}
+
+var limitScript = newScript(lua.Limit(limiterNames()))
 
 const (
 	// MaxPeriodMs bounds a limiter's period: 30 days.
 	MaxPeriodMs = 30 * 24 * 3600 * 1000
 	// MaxLimits bounds the limits of one check.
 	MaxLimits = 8
-	// maxLogLimit bounds a sliding log's limit: it keeps one member per
-	// admitted unit.
-	maxLogLimit = 10_000
 	// limitGraceMs is how long a limiter's key outlives its last use.
 	limitGraceMs = 1000
 )
@@ -84,28 +113,26 @@ func (k limiterKind) check(it *counting.Item, lim *Limits, field string) error {
 }
 
 func (k limiterKind) checkSpec(s *counting.Spec, lim *Limits, field string) error {
-	shaping := k.name == counting.LeakyBucket || k.name == counting.TokenBucket || k.name == counting.GCRA
 	switch {
 	case s.Limit < 1 || s.Limit > maxLimit:
 		return apierr.Invalid("%slimit must be between 1 and %d", field, maxLimit)
-	case k.name == counting.SlidingLog && s.Limit > maxLogLimit:
-		return apierr.Invalid("%slimit of a sliding_log must be at most %d (one member per admitted unit)", field, maxLogLimit)
+	case k.maxLimit > 0 && s.Limit > k.maxLimit:
+		return apierr.Invalid("%slimit of a %s must be at most %d", field, k.name, k.maxLimit)
 	case s.PeriodMs < 1 || s.PeriodMs > MaxPeriodMs:
 		return apierr.Invalid("%speriod must be between 1ms and 720h", field)
 	case s.Burst < 0 || s.Burst > maxLimit:
 		return apierr.Invalid("%sburst must be between 0 and %d", field, maxLimit)
 	case s.Capacity < 0 || s.Capacity > maxLimit:
 		return apierr.Invalid("%scapacity must be between 0 and %d", field, maxLimit)
-	case s.Burst > 0 && k.name != counting.TokenBucket && k.name != counting.GCRA:
-		return apierr.Invalid("%sburst is for token_bucket and gcra", field)
-	case s.Capacity > 0 && k.name != counting.LeakyBucket:
-		return apierr.Invalid("%scapacity is for leaky_bucket", field)
-	case s.Acquire && k.name != counting.TokenBucket:
-		return apierr.Invalid("%sacquire is for token_bucket", field)
 	case s.Span != 0 || s.MinGapSec != 0:
 		return apierr.Invalid("%sspan and minGapSec are not for rate limiters", field)
-	case shaping && s.PeriodMs*1000 < s.Limit:
+	case k.shaping && s.PeriodMs*1000 < s.Limit:
 		return apierr.Invalid("%slimit per period must leave at least 1us between two units", field)
+	}
+	for o, set := range map[option]bool{takesBurst: s.Burst > 0, takesCapacity: s.Capacity > 0, takesAcquire: s.Acquire} {
+		if set && k.takes&o == 0 {
+			return apierr.Invalid("%s%s is for %s", field, optionNames[o], takers(o))
+		}
 	}
 	return nil
 }

@@ -8,7 +8,9 @@ import (
 // slidingLog: exact, one ZSet member per admitted unit of cost in the last
 // period (the seed's list of timestamps); members are a random id per hit.
 var slidingLog = limiterKind{
-	name: counting.SlidingLog,
+	// One member per admitted unit.
+	maxLimit: 10_000,
+	name:     counting.SlidingLog,
 	own: func(*counting.Spec, *env) (string, string) {
 		return "", ids.Random("")
 	},

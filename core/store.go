@@ -365,7 +365,11 @@ func mergeable(a, b *scriptRun) bool {
 	return true
 }
 
-var countScript = newScript(lua.Count)
+// CountScript is the script the day and hour counters count with
+// (lua.Count of the registered parts), for tools that load it.
+var CountScript = lua.Count(partNames())
+
+var countScript = newScript(CountScript)
 
 // splitPart takes one part's answer off the front of a count.lua answer:
 // its length, then its values.

@@ -6,8 +6,10 @@ import "github.com/freqcap/freqcap/shared/counting"
 // at most (Limit when 0); Acquire reserves and answers the delay,
 // tryAcquire refuses while a wait runs.
 var tokenBucket = limiterKind{
-	name:  counting.TokenBucket,
-	param: func(s *counting.Spec) int64 { return burstOrLimit(s.Burst, s.Limit) },
+	takes:   takesBurst | takesAcquire,
+	shaping: true,
+	name:    counting.TokenBucket,
+	param:   func(s *counting.Spec) int64 { return burstOrLimit(s.Burst, s.Limit) },
 	own: func(s *counting.Spec, _ *env) (string, string) {
 		if s.Acquire {
 			return "", "1"

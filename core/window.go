@@ -55,11 +55,14 @@ func dayTTL(now time.Time, loc *time.Location) time.Duration {
 	return (dayEnd(now, loc, 1).Sub(now) + time.Millisecond - 1).Truncate(time.Millisecond)
 }
 
+// partName is the kind's part of lua/count.lua (window.lua).
+func (windowKind) partName() string { return "window" }
+
 func (k windowKind) write(it *counting.Item, e *env) writing {
 	// Relative to the counter's clock, rounded up to the millisecond as
 	// dayTTL is: the window never ends before its span does.
 	ttl := (k.windowEnd(it, e).Sub(e.now) + time.Millisecond - 1).Truncate(time.Millisecond)
-	return writing{part: "window", keys: []string{Window(it)}, args: []string{strconv.FormatInt(ttl.Milliseconds(), 10)}}
+	return writing{part: k.partName(), keys: []string{Window(it)}, args: []string{strconv.FormatInt(ttl.Milliseconds(), 10)}}
 }
 
 func (k windowKind) wrote(it *counting.Item, e *env, v []int64, r *counting.Result) error {

@@ -107,7 +107,7 @@ func newPolicy(name string, rule counting.Rule, rules []counting.Rule, mode stri
 // specOf is a rule's spec.
 func specOf(r counting.Rule, field string) (counting.Spec, error) {
 	if !core.IsLimiter(r.Algorithm) {
-		return counting.Spec{}, apierr.Invalid("%salgorithm must be one of fixed_window, sliding_log, sliding_window, leaky_bucket, token_bucket, gcra; got %q", field, r.Algorithm)
+		return counting.Spec{}, apierr.Invalid("%salgorithm must be one of %v; got %q", field, core.Limiters(), r.Algorithm)
 	}
 	d, err := time.ParseDuration(r.Period)
 	switch {

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/freqcap/freqcap/core"
 	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/freqcap/freqcap/lua"
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/redistest"
@@ -483,8 +483,8 @@ func TestEventsOfAHotCounterShareOneRun(t *testing.T) {
 		batch = append(batch, event(bundle, fmt.Sprint("h", i))...)
 		batch = append(batch, event(counting.Subject{Dim: "device", ID: fmt.Sprint("d", i)}, fmt.Sprint("h", i))...)
 	}
-	batch = append(batch, event(bundle, "h10")...) // sent twice in one batch
-	srv.OnMasters(t, "SCRIPT", "LOAD", lua.Count)  // no NOSCRIPT round on any master
+	batch = append(batch, event(bundle, "h10")...)       // sent twice in one batch
+	srv.OnMasters(t, "SCRIPT", "LOAD", core.CountScript) // no NOSCRIPT round on any master
 	srv.OnMasters(t, "CONFIG", "RESETSTAT")
 	got := v.Store.Write(context.Background(), batch)
 
@@ -526,7 +526,7 @@ func TestEventsOfAHotCounterShareOneRun(t *testing.T) {
 func TestConcurrentWritesShareBatches(t *testing.T) {
 	srv := redistest.Start(t)
 	v, _ := testStore(t, srv, newClock(time.Date(2026, 12, 3, 10, 30, 0, 0, time.UTC)))
-	srv.OnMasters(t, "SCRIPT", "LOAD", lua.Count)
+	srv.OnMasters(t, "SCRIPT", "LOAD", core.CountScript)
 	srv.OnMasters(t, "CONFIG", "RESETSTAT")
 	const n = 400
 	counts := make(chan int64, n)

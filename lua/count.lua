@@ -8,7 +8,7 @@
 -- script.
 --
 -- KEYS[1]   dedupe set dedup:{<tag>}: ZSet, member = event id, score =
---           unix ms when last counted * 4 + the bits of the counters it
+--           unix ms when last counted * W + the bits of the counters it
 --           counted on (window 1, hours 2); members older than the dedupe
 --           TTL are pruned on every run.
 -- KEYS[1+i] the key of counter i
@@ -25,9 +25,15 @@
 -- before (nothing changed there) or 0. A counter that appears twice in one
 -- event counts once for an event id, as a second run would.
 local hits, now, ttl, ne = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+-- W, the score's room for the parts' bits: the power of two above the
+-- largest bit, so a new part takes the next bit and nothing else changes.
+local w = 1
+for _, p in pairs(parts) do
+  while w <= p.bit do w = w * 2 end
+end
 local seen = {}
 if ttl > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ((now - ttl) * 4))
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ((now - ttl) * w))
   if ne == 1 then
     seen[1] = redis.call('ZSCORE', KEYS[1], ARGV[5])
   else
@@ -47,7 +53,7 @@ local done, dup, counting = {}, {}, {}
 for j = 1, np do counting[j] = 0 end
 for i = 1, ne do
   local d = 0
-  if seen[i] then d = tonumber(seen[i]) % 4 end
+  if seen[i] then d = tonumber(seen[i]) % w end
   seen[i] = d
   for j = 1, np do
     local b = fn[j].bit
@@ -80,7 +86,7 @@ if ttl > 0 then
   local z = {}
   for i = 1, ne do
     if done[i] ~= seen[i] then
-      z[#z + 1] = now * 4 + done[i]
+      z[#z + 1] = now * w + done[i]
       z[#z + 1] = ARGV[4 + i]
     end
   end

@@ -12,7 +12,10 @@
 // memory), would then go on counting into a full Redis.
 package lua
 
-import _ "embed"
+import (
+	"embed"
+	"strings"
+)
 
 // writes heads a script that may grow memory: refused when Redis is full.
 const writes = "#!lua\n"
@@ -20,62 +23,57 @@ const writes = "#!lua\n"
 // frees heads a script that only ever removes data: allowed when full.
 const frees = "#!lua flags=allow-oom\n"
 
-// Count counts one event on one or more counters of one hash tag with one
-// event-id check: count.lua with every part's function before it. A part
-// is one file defining parts.<name>; see count.lua for the contract.
-var Count = writes + "local parts = {}\n" + window + hours + count
+// files are every script: a kind's Lua is the file named after it.
+//
+//go:embed *.lua
+var files embed.FS
 
-var (
-	//go:embed count.lua
-	count string
-	//go:embed window.lua
-	window string
-	//go:embed hours.lua
-	hours string
-)
+// file is the script of one file; a missing one is a programming error
+// that every test of the counting core meets at once.
+func file(name string) string {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		panic("lua: no " + name)
+	}
+	return string(b)
+}
+
+// Count is the script that counts one event on one or more counters of
+// one hash tag with one event-id check: count.lua with the function of
+// every part before it. A part is the file <part>.lua defining
+// parts.<part> with its bit; see count.lua for the contract.
+func Count(parts []string) string {
+	var b strings.Builder
+	b.WriteString(writes + "local parts = {}\n")
+	for _, p := range parts {
+		b.WriteString(file(p + ".lua"))
+	}
+	b.WriteString(file("count.lua"))
+	return b.String()
+}
+
+// Limit is the script that checks a hit against one or more rate limits
+// all or nothing: limit.lua with the function of every kind before it. A
+// kind is the file <kind>.lua defining kinds.<kind>; see limit.lua for
+// the contract.
+func Limit(kinds []string) string {
+	var b strings.Builder
+	b.WriteString(writes + "local kinds = {}\n")
+	for _, k := range kinds {
+		b.WriteString(file(k + ".lua"))
+	}
+	b.WriteString(file("limit.lua"))
+	return b.String()
+}
 
 // Sliding checks and records one event in an exact sliding window with an
 // optional limit and minimum gap.
-var Sliding = writes + sliding
+var Sliding = writes + file("sliding.lua")
 
 // Unpace takes back an event Sliding recorded; it runs when Redis is full
 // too, since it only removes.
-var Unpace = frees + unpace
-
-var (
-	//go:embed sliding.lua
-	sliding string
-	//go:embed unpace.lua
-	unpace string
-)
+var Unpace = frees + file("unpace.lua")
 
 // Append writes a signed notice to callback's journal unless a notice
 // with the same fingerprint was taken while its URL is valid.
-var Append = writes + appendNotice
-
-//go:embed append.lua
-var appendNotice string
-
-// Limit checks a hit against one or more rate limits (seed 004) all or
-// nothing: limit.lua with every kind's function before it. A kind is one
-// file defining kinds.<name>; see limit.lua for the contract.
-var Limit = writes + "local kinds = {}\n" +
-	fixedWindow + slidingLog + slidingWindow + leakyBucket + tokenBucket + gcra +
-	limit
-
-var (
-	//go:embed limit.lua
-	limit string
-	//go:embed fixed_window.lua
-	fixedWindow string
-	//go:embed sliding_log.lua
-	slidingLog string
-	//go:embed sliding_window.lua
-	slidingWindow string
-	//go:embed leaky_bucket.lua
-	leakyBucket string
-	//go:embed token_bucket.lua
-	tokenBucket string
-	//go:embed gcra.lua
-	gcra string
-)
+var Append = writes + file("append.lua")
