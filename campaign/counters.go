@@ -147,7 +147,7 @@ func (v Counters) Incr(ctx context.Context, q *Query) (Result, error) {
 	res[0].Duplicate = true
 	for k, r := range refs {
 		if got[k].Code != apierr.OK {
-			return Result{}, &apierr.Error{Code: apierr.Unavailable, Msg: got[k].Msg}
+			return Result{}, &apierr.Error{Code: got[k].Code, Msg: got[k].Msg}
 		}
 		fill(res, r, &got[k])
 		// A duplicate is a write that counted nothing new: every counter
@@ -284,49 +284,60 @@ func (v Counters) Pace(ctx context.Context, q *Query, rule PaceRule) (PaceResult
 	var err error
 	for i, g := range got {
 		if g.Code != apierr.OK {
-			err = &apierr.Error{Code: apierr.Unavailable, Msg: g.Msg}
+			err = &apierr.Error{Code: g.Code, Msg: g.Msg}
 			continue
 		}
 		res.Dims[i] = PaceDim{Result: paceCode(&g), Pace: counting.Pace{Count: g.Count, LastAt: g.LastAt}}
 	}
 	refused := slices.IndexFunc(got, func(g counting.Result) bool { return g.Code == apierr.OK && !g.Allowed })
 	if err != nil || refused >= 0 {
-		// Take back what this call recorded (not replays of an earlier
-		// one), so a refused or failed event leaves nothing behind, and
-		// answer the windows as they are then.
-		var undone []int
-		for i, g := range got {
-			if g.Code != apierr.OK || !g.Allowed || g.Duplicate {
-				continue
-			}
-			if uerr := v.Undo(ctx, &its[i], g.LastAt); uerr != nil {
-				err = errors.Join(err, uerr)
-			}
-			undone = append(undone, i)
-		}
-		if err == nil && len(undone) > 0 {
-			reads := make([]counting.Item, len(undone))
-			for k, i := range undone {
-				reads[k] = its[i]
-				reads[k].Hits, reads[k].EventID = 0, ""
-			}
-			for k, r := range v.ReadExact(ctx, reads) {
-				if r.Code != apierr.OK {
-					err = errors.Join(err, errors.New(r.Msg))
-				}
-				res.Dims[undone[k]].Pace = counting.Pace{Count: r.Count, LastAt: r.LastAt}
-			}
-		}
+		err = errors.Join(err, v.takeBack(ctx, its, got, &res, err == nil))
 	}
 	if err != nil {
 		v.M.RedisError("pace")
-		return PaceResult{}, &apierr.Error{Code: apierr.Unavailable, Msg: "redis unavailable, retry: " + core.FirstLine(err)}
+		code := apierr.CodeOf(err)
+		if code == apierr.Internal {
+			code = v.Code(err) // Redis's own error, not one of ours
+		}
+		return PaceResult{}, &apierr.Error{Code: code, Msg: "redis unavailable, retry: " + core.FirstLine(err)}
 	}
 	if refused >= 0 {
 		res.Result = res.Dims[refused].Result
 	}
 	res.Duplicate = !slices.ContainsFunc(got, func(g counting.Result) bool { return !g.Duplicate })
 	return res, nil
+}
+
+// takeBack takes back what a refused or failed pace call recorded (not
+// replays of an earlier one), so it leaves nothing behind, and, when
+// reread is set, answers the windows as they are then.
+func (v Counters) takeBack(ctx context.Context, its []counting.Item, got []counting.Result, res *PaceResult, reread bool) error {
+	var err error
+	var undone []int
+	for i, g := range got {
+		if g.Code != apierr.OK || !g.Allowed || g.Duplicate {
+			continue
+		}
+		if uerr := v.Undo(ctx, &its[i], g.LastAt); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+		undone = append(undone, i)
+	}
+	if err != nil || !reread || len(undone) == 0 {
+		return err
+	}
+	reads := make([]counting.Item, len(undone))
+	for k, i := range undone {
+		reads[k] = its[i]
+		reads[k].Hits, reads[k].EventID = 0, ""
+	}
+	for k, r := range v.ReadExact(ctx, reads) {
+		if r.Code != apierr.OK {
+			err = errors.Join(err, &apierr.Error{Code: r.Code, Msg: r.Msg})
+		}
+		res.Dims[undone[k]].Pace = counting.Pace{Count: r.Count, LastAt: r.LastAt}
+	}
+	return err
 }
 
 func paceCode(g *counting.Result) int {
@@ -393,11 +404,7 @@ func AnswerOf(q *Query, r *Result) counting.Answer {
 	return a
 }
 
-// ReadCode is the code of a read that failed: 10001 when Redis was too
-// slow, 10004 otherwise.
-func ReadCode(err error) int {
-	if apierr.CodeOf(err) == apierr.Timeout {
-		return apierr.Timeout
-	}
-	return apierr.Unavailable
-}
+// ReadCode is the code of a read that failed: the core's (10001 when
+// Redis was too slow, 10004 when it was unreachable, 10005 when it
+// refused the read itself).
+func ReadCode(err error) int { return apierr.CodeOf(err) }
