@@ -306,6 +306,42 @@ func (f *Forwarder) deliver(batch []entry) {
 		f.giveBack(batch, err)
 		return
 	}
+	pending := f.sift(sch, batch)
+	if len(pending) == 0 {
+		return
+	}
+	// At most what the counter takes in one request; halved while the
+	// counter refuses a whole request (a limit lowered since the schema
+	// was read).
+	d := &delivery{f: f, sch: sch, pending: pending, items: f.items(sch, pending), size: f.s.BatchSize}
+	if sch.MaxBatch > 0 {
+		d.size = min(d.size, sch.MaxBatch)
+	}
+	touched := time.Now()
+	_, err = backoff.Retry(f.ctx, func() (struct{}, error) { return struct{}{}, d.round() },
+		backoff.WithBackOff(f.newBackOff()),
+		backoff.WithMaxElapsedTime(f.retryFor(sch)),
+		backoff.WithNotify(func(err error, wait time.Duration) {
+			f.metrics.retries.Inc()
+			f.retryLog.Do(func() {
+				f.log.Warn("counter write failed, retrying: the notices stay in the journal until written",
+					"notices", len(d.pending), "next_in", wait, "err", err)
+			})
+			if time.Since(touched) > f.s.ClaimIdle/3 {
+				// Still ours: keep other instances from claiming the batch.
+				touched = time.Now()
+				_ = f.journal.Touch(f.ctx, d.pending)
+			}
+		}))
+	if err == nil || len(d.pending) == 0 {
+		return
+	}
+	f.giveBack(d.pending, err)
+}
+
+// sift keeps the entries of batch the schema lets through, each with the
+// dimensions the counter counts, and drops (acknowledging) the others.
+func (f *Forwarder) sift(sch *counting.Schema, batch []entry) []entry {
 	var pending, refused []entry
 	for _, e := range batch {
 		if e.bad != nil {
@@ -323,84 +359,70 @@ func (f *Forwarder) deliver(batch []entry) {
 		pending = append(pending, e)
 	}
 	f.ackAll(refused)
-	if len(pending) == 0 {
-		return
-	}
-	items := f.items(sch, pending)
-	// At most what the counter takes in one request; halved while the
-	// counter refuses a whole request (a limit lowered since the schema
-	// was read).
-	size := f.s.BatchSize
-	if sch.MaxBatch > 0 {
-		size = min(size, sch.MaxBatch)
-	}
-	touched := time.Now()
-	_, err = backoff.Retry(f.ctx, func() (struct{}, error) {
-		var again []entry
-		var againItems []counting.BatchItem
-		var rejected []rejectedItem
-		var failed error
-		for from := 0; from < len(pending); from += size {
-			to := min(from+size, len(pending))
-			out, err := f.attempt(pending[from:to], items[from:to])
-			if err != nil {
-				var refused *refusedError
-				if errors.As(err, &refused) {
-					f.refused(refused, to-from)
-					if refused.status == http.StatusBadRequest || refused.status == http.StatusRequestEntityTooLarge {
-						size = max(1, (to-from)/2)
-					}
+	return pending
+}
+
+// delivery is one batch being delivered: the entries not answered for
+// yet, their items, and the schema and request size it is sent with.
+type delivery struct {
+	f       *Forwarder
+	sch     *counting.Schema
+	pending []entry
+	items   []counting.BatchItem
+	size    int
+}
+
+// round sends what is pending in requests of at most size, acknowledges
+// what the counter answered for, and keeps the rest for the next round;
+// an error says the round left something to send again.
+func (d *delivery) round() error {
+	f := d.f
+	var again []entry
+	var againItems []counting.BatchItem
+	var rejected []rejectedItem
+	var failed error
+	for from := 0; from < len(d.pending); from += d.size {
+		to := min(from+d.size, len(d.pending))
+		out, err := f.attempt(d.pending[from:to], d.items[from:to])
+		if err != nil {
+			var refused *refusedError
+			if errors.As(err, &refused) {
+				f.refused(refused, to-from)
+				if refused.status == http.StatusBadRequest || refused.status == http.StatusRequestEntityTooLarge {
+					d.size = max(1, (to-from)/2)
 				}
-				again, againItems = append(again, pending[from:to]...), append(againItems, items[from:to]...)
-				failed = err
-				continue
 			}
-			f.ackAll(out.done)
-			again, againItems = append(again, out.again...), append(againItems, out.againItems...)
-			rejected = append(rejected, out.rejected...)
-			if kept := f.bury(out.dead); len(kept) > 0 {
-				// Not buried (Redis failed): they stay, and go again.
-				again = append(again, kept...)
-				againItems = append(againItems, f.items(sch, kept)...)
-			}
+			again, againItems = append(again, d.pending[from:to]...), append(againItems, d.items[from:to]...)
+			failed = err
+			continue
 		}
-		if failed != nil {
-			// Refused as a whole: the counter's settings may have changed.
-			sch = f.schema.Fresh(f.ctx, sch)
+		f.ackAll(out.done)
+		again, againItems = append(again, out.again...), append(againItems, out.againItems...)
+		rejected = append(rejected, out.rejected...)
+		if kept := f.bury(out.dead); len(kept) > 0 {
+			// Not buried (Redis failed): they stay, and go again.
+			again = append(again, kept...)
+			againItems = append(againItems, f.items(d.sch, kept)...)
 		}
-		if len(rejected) > 0 {
-			var retried []entry
-			sch, retried = f.rejected(sch, rejected)
-			again = append(again, retried...)
-			againItems = append(againItems, f.items(sch, retried)...)
-		}
-		pending, items = again, againItems
-		switch {
-		case failed != nil:
-			return struct{}{}, failed
-		case len(pending) > 0:
-			return struct{}{}, fmt.Errorf("%d of the batch not written yet", len(pending))
-		}
-		return struct{}{}, nil
-	},
-		backoff.WithBackOff(f.newBackOff()),
-		backoff.WithMaxElapsedTime(f.retryFor(sch)),
-		backoff.WithNotify(func(err error, wait time.Duration) {
-			f.metrics.retries.Inc()
-			f.retryLog.Do(func() {
-				f.log.Warn("counter write failed, retrying: the notices stay in the journal until written",
-					"notices", len(pending), "next_in", wait, "err", err)
-			})
-			if time.Since(touched) > f.s.ClaimIdle/3 {
-				// Still ours: keep other instances from claiming the batch.
-				touched = time.Now()
-				_ = f.journal.Touch(f.ctx, pending)
-			}
-		}))
-	if err == nil || len(pending) == 0 {
-		return
 	}
-	f.giveBack(pending, err)
+	if failed != nil {
+		// Refused as a whole: the counter's settings may have changed.
+		d.sch = f.schema.Fresh(f.ctx, d.sch)
+	}
+	if len(rejected) > 0 {
+		var retried []entry
+		d.sch, retried = f.rejected(d.sch, rejected)
+		again = append(again, retried...)
+		againItems = append(againItems, f.items(d.sch, retried)...)
+	}
+	d.pending, d.items = again, againItems
+	switch {
+	case failed != nil:
+		return failed
+	case len(d.pending) > 0:
+		return fmt.Errorf("%d of the batch not written yet", len(d.pending))
+	}
+	return nil
 }
 
 // refused reports a counter request refused as a whole: its notices are

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
 	"github.com/freqcap/freqcap/shared/apierr"
@@ -115,135 +116,177 @@ func noticeForm(r *http.Request) (url.Values, *rejection) {
 // handleNotice takes one kind of notice: check its signature (when keys
 // are set), validate, write it to the journal, answer.
 func handleNotice(d deps, event string, asPixel bool) http.Handler {
-	m, log, schema, journal, timeout := d.metrics, d.log, d.schema, d.journal, d.settings.AppendTimeout
-	received := m.received.WithLabelValues(event)
-	accepted := m.accepted.WithLabelValues(event)
-	full := &rate.Sometimes{Interval: time.Second}
-	down := &rate.Sometimes{Interval: time.Second}
-	unreplicated := &rate.Sometimes{Interval: time.Second}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		received.Inc()
-		if d.draining.Load() {
-			m.rejected.WithLabelValues(event, "draining").Inc()
-			unavailable(w, "shutting down, send again")
-			return
+	return &noticeHandler{d: d, event: event, asPixel: asPixel,
+		received: d.metrics.received.WithLabelValues(event), accepted: d.metrics.accepted.WithLabelValues(event),
+		full: &rate.Sometimes{Interval: time.Second}, down: &rate.Sometimes{Interval: time.Second},
+		unreplicated: &rate.Sometimes{Interval: time.Second}}
+}
+
+// noticeHandler serves one kind of notice. Each step answers the notice
+// itself when it refuses it, and says so by returning false.
+type noticeHandler struct {
+	d                        deps
+	event                    string
+	asPixel                  bool
+	received, accepted       prometheus.Counter
+	full, down, unreplicated *rate.Sometimes // log lines at most once a second
+}
+
+func (h *noticeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.received.Inc()
+	if !h.admit(w, r) {
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxNoticeBody)
+	form, exp, ok := h.params(w, r)
+	if !ok {
+		return
+	}
+	n, rej := parseNotice(h.event, h.d.schema.Get(), form)
+	if rej != nil {
+		h.refuse(w, r, rej.reason, rej.err)
+		return
+	}
+	n.exp = exp
+	if h.d.settings.RefuseUnknown && !h.known(w, r, n) {
+		return
+	}
+	if !h.persist(w, r, n) {
+		return
+	}
+	if !h.asPixel {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "image/gif")
+	hd.Set("Cache-Control", "no-cache, no-store, must-revalidate, max-age=0")
+	hd.Set("Pragma", "no-cache")
+	hd.Set("Expires", "0")
+	_, _ = w.Write(pixel)
+}
+
+// refuse answers a notice refused for reason with err's code and status.
+func (h *noticeHandler) refuse(w http.ResponseWriter, r *http.Request, reason string, err error) {
+	h.d.metrics.rejected.WithLabelValues(h.event, reason).Inc()
+	httpjson.Error(w, r, h.d.log, err)
+}
+
+// admit refuses notices while callback drains, and past a source's limit.
+func (h *noticeHandler) admit(w http.ResponseWriter, r *http.Request) bool {
+	m := h.d.metrics
+	if h.d.draining.Load() {
+		m.rejected.WithLabelValues(h.event, "draining").Inc()
+		unavailable(w, "shutting down, send again")
+		return false
+	}
+	if src := h.d.settings.Sources; src != nil {
+		if ok, wait := src.allow(r); !ok {
+			m.rejected.WithLabelValues(h.event, "source_limit").Inc()
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			httpjson.Write(w, http.StatusTooManyRequests, httpjson.Body{Code: apierr.Unavailable,
+				Msg: "too many notices from this source (CALLBACK_SOURCE_LIMIT): send again after Retry-After"})
+			return false
 		}
-		if src := d.settings.Sources; src != nil {
-			if ok, wait := src.allow(r); !ok {
-				m.rejected.WithLabelValues(event, "source_limit").Inc()
-				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-				httpjson.Write(w, http.StatusTooManyRequests, httpjson.Body{Code: apierr.Unavailable,
-					Msg: "too many notices from this source (CALLBACK_SOURCE_LIMIT): send again after Retry-After"})
-				return
-			}
+	}
+	return true
+}
+
+// params are the notice's parameters: with signing keys only what the
+// bidder signed (the query before sig), with the URL's expiry; without,
+// the query and the form body.
+func (h *noticeHandler) params(w http.ResponseWriter, r *http.Request) (url.Values, time.Time, bool) {
+	m := h.d.metrics
+	if h.d.verifier != nil {
+		signed, err := h.d.verifier.Verify(h.event, r.URL.RawQuery)
+		if err != nil {
+			var se *signing.Error
+			errors.As(err, &se)
+			m.sigFailures.WithLabelValues(se.Reason).Inc()
+			m.rejected.WithLabelValues(h.event, "signature").Inc()
+			httpjson.Write(w, http.StatusForbidden, httpjson.Body{Code: apierr.InvalidArgument, Msg: err.Error()})
+			return nil, time.Time{}, false
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxNoticeBody)
-		var form url.Values
-		var exp time.Time
-		if d.verifier != nil {
-			// Only what the bidder signed counts: the query before sig.
-			signed, err := d.verifier.Verify(event, r.URL.RawQuery)
-			if err != nil {
-				var se *signing.Error
-				errors.As(err, &se)
-				m.sigFailures.WithLabelValues(se.Reason).Inc()
-				m.rejected.WithLabelValues(event, "signature").Inc()
-				httpjson.Write(w, http.StatusForbidden, httpjson.Body{Code: apierr.InvalidArgument, Msg: err.Error()})
-				return
-			}
-			if signed.Params.Get("eid") == "" {
-				// The event id is what makes a signed URL count once.
-				m.rejected.WithLabelValues(event, "invalid").Inc()
-				httpjson.Error(w, r, log, apierr.Invalid("eid is required on a signed notice, and must be signed (before sig)"))
-				return
-			}
-			form, exp = signed.Params, signed.Exp
-		} else {
-			if err := r.ParseForm(); err != nil {
-				var tooBig *http.MaxBytesError
-				if errors.As(err, &tooBig) {
-					m.rejected.WithLabelValues(event, "too_large").Inc()
-					httpjson.Write(w, http.StatusRequestEntityTooLarge, httpjson.Body{Code: apierr.InvalidArgument,
-						Msg: fmt.Sprintf("a notice body holds at most %d bytes", maxNoticeBody)})
-					return
-				}
-				m.rejected.WithLabelValues(event, "invalid").Inc()
-				httpjson.Error(w, r, log, apierr.Invalid("malformed parameters: %s", err))
-				return
-			}
-			var rej *rejection
-			if form, rej = noticeForm(r); rej != nil {
-				m.rejected.WithLabelValues(event, rej.reason).Inc()
-				httpjson.Error(w, r, log, rej.err)
-				return
-			}
+		if signed.Params.Get("eid") == "" {
+			// The event id is what makes a signed URL count once.
+			h.refuse(w, r, "invalid", apierr.Invalid("eid is required on a signed notice, and must be signed (before sig)"))
+			return nil, time.Time{}, false
 		}
-		n, rej := parseNotice(event, schema.Get(), form)
-		if rej != nil {
-			m.rejected.WithLabelValues(event, rej.reason).Inc()
-			httpjson.Error(w, r, log, rej.err)
-			return
+		return signed.Params, signed.Exp, true
+	}
+	if err := r.ParseForm(); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			m.rejected.WithLabelValues(h.event, "too_large").Inc()
+			httpjson.Write(w, http.StatusRequestEntityTooLarge, httpjson.Body{Code: apierr.InvalidArgument,
+				Msg: fmt.Sprintf("a notice body holds at most %d bytes", maxNoticeBody)})
+			return nil, time.Time{}, false
 		}
-		n.exp = exp
-		if d.settings.RefuseUnknown {
-			// Through client-side caching: a known campaign costs no round trip.
-			ctx, cancel := context.WithTimeout(r.Context(), timeout)
-			_, known, err := d.campaigns.Get(ctx, n.cid)
-			cancel()
-			switch {
-			case err != nil && !known:
-				m.rejected.WithLabelValues(event, "journal_unavailable").Inc()
-				down.Do(func() { log.Warn("campaigns unreadable: refusing notices with 503", "err", err) })
-				unavailable(w, "campaigns unavailable, send again")
-				return
-			case !known:
-				m.rejected.WithLabelValues(event, "unknown_campaign").Inc()
-				httpjson.Write(w, http.StatusNotFound, httpjson.Body{Code: apierr.KeyNotFound,
-					Msg: "campaign " + n.cid + " is not known (CALLBACK_UNKNOWN_CAMPAIGNS=refuse): nothing counted"})
-				return
-			}
-		}
-		// Persist before acknowledging: a 2xx promises the notice is in the
-		// journal, which outlives this process. A client that hangs up does
-		// not cancel the write: once sent, Redis applies it anyway, and the
-		// notice is then accepted (and counted) like any other.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), timeout)
-		err := journal.Append(ctx, n)
-		cancel()
-		switch {
-		case errors.Is(err, errDuplicate):
-			// Taken before: answered as then, counted once.
-			m.duplicates.WithLabelValues(event).Inc()
-		case errors.Is(err, errJournalFull):
-			m.rejected.WithLabelValues(event, "journal_full").Inc()
-			full.Do(func() { log.Warn("journal full: refusing notices with 503 until the counter catches up") })
-			unavailable(w, "journal full, send again")
-			return
-		case errors.Is(err, redisconn.ErrNotReplicated):
-			m.rejected.WithLabelValues(event, "journal_unreplicated").Inc()
-			unreplicated.Do(func() { log.Warn("journal appends not replicated: refusing notices with 503", "err", err) })
-			unavailable(w, "journal not replicated, send again")
-			return
-		case err != nil:
-			m.rejected.WithLabelValues(event, "journal_unavailable").Inc()
-			down.Do(func() { log.Warn("journal unavailable: refusing notices with 503", "err", err) })
-			unavailable(w, "journal unavailable, send again")
-			return
-		}
-		if err == nil {
-			accepted.Inc()
-		}
-		if !asPixel {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		h := w.Header()
-		h.Set("Content-Type", "image/gif")
-		h.Set("Cache-Control", "no-cache, no-store, must-revalidate, max-age=0")
-		h.Set("Pragma", "no-cache")
-		h.Set("Expires", "0")
-		_, _ = w.Write(pixel)
-	})
+		h.refuse(w, r, "invalid", apierr.Invalid("malformed parameters: %s", err))
+		return nil, time.Time{}, false
+	}
+	form, rej := noticeForm(r)
+	if rej != nil {
+		h.refuse(w, r, rej.reason, rej.err)
+		return nil, time.Time{}, false
+	}
+	return form, time.Time{}, true
+}
+
+// known refuses a notice of a campaign the admin API does not know (read
+// through client-side caching: a known campaign costs no round trip).
+func (h *noticeHandler) known(w http.ResponseWriter, r *http.Request, n notice) bool {
+	m := h.d.metrics
+	ctx, cancel := context.WithTimeout(r.Context(), h.d.settings.AppendTimeout)
+	_, known, err := h.d.campaigns.Get(ctx, n.cid)
+	cancel()
+	switch {
+	case err != nil && !known:
+		m.rejected.WithLabelValues(h.event, "journal_unavailable").Inc()
+		h.down.Do(func() { h.d.log.Warn("campaigns unreadable: refusing notices with 503", "err", err) })
+		unavailable(w, "campaigns unavailable, send again")
+		return false
+	case !known:
+		m.rejected.WithLabelValues(h.event, "unknown_campaign").Inc()
+		httpjson.Write(w, http.StatusNotFound, httpjson.Body{Code: apierr.KeyNotFound,
+			Msg: "campaign " + n.cid + " is not known (CALLBACK_UNKNOWN_CAMPAIGNS=refuse): nothing counted"})
+		return false
+	}
+	return true
+}
+
+// persist writes the notice to the journal before it is acknowledged: a
+// 2xx promises the notice is in the journal, which outlives this process.
+// A client that hangs up does not cancel the write: once sent, Redis
+// applies it anyway, and the notice is then accepted (and counted) like
+// any other. A signed notice taken before is answered as then.
+func (h *noticeHandler) persist(w http.ResponseWriter, r *http.Request, n notice) bool {
+	m, log := h.d.metrics, h.d.log
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.d.settings.AppendTimeout)
+	err := h.d.journal.Append(ctx, n)
+	cancel()
+	switch {
+	case err == nil:
+		h.accepted.Inc()
+	case errors.Is(err, errDuplicate):
+		m.duplicates.WithLabelValues(h.event).Inc()
+	case errors.Is(err, errJournalFull):
+		m.rejected.WithLabelValues(h.event, "journal_full").Inc()
+		h.full.Do(func() { log.Warn("journal full: refusing notices with 503 until the counter catches up") })
+		unavailable(w, "journal full, send again")
+		return false
+	case errors.Is(err, redisconn.ErrNotReplicated):
+		m.rejected.WithLabelValues(h.event, "journal_unreplicated").Inc()
+		h.unreplicated.Do(func() { log.Warn("journal appends not replicated: refusing notices with 503", "err", err) })
+		unavailable(w, "journal not replicated, send again")
+		return false
+	default:
+		m.rejected.WithLabelValues(h.event, "journal_unavailable").Inc()
+		h.down.Do(func() { log.Warn("journal unavailable: refusing notices with 503", "err", err) })
+		unavailable(w, "journal unavailable, send again")
+		return false
+	}
+	return true
 }
 
 // unavailable refuses a notice for now: nothing was kept, the exchange
