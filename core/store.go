@@ -595,20 +595,7 @@ func (s *Store) read(ctx context.Context, items []counting.Item) []counting.Resu
 			continue
 		}
 		cmds, cacheable := kinds[it.Spec.Kind].read(it, e)
-		static := cacheable && it.Scope.Campaign != "" && s.cached[it.Subject.Dim]
-		if cacheable && !static && s.hot != nil {
-			// A counter read often enough goes through client-side caching
-			// too, for as long as it stays hot. Most reads are neither
-			// sampled nor looked up (nothing is hot): no key is built.
-			if sampled := s.hot.sample(); sampled || s.hot.size() > 0 {
-				tag := Tagged("", it)
-				if sampled {
-					s.hot.observe(tag)
-				}
-				static = s.hot.isHot(tag)
-			}
-		}
-		if static {
+		if cacheable && s.throughCache(it) {
 			at[i] = span{cached: true, from: len(cached), to: len(cached) + len(cmds)}
 			for _, c := range cmds {
 				cached = append(cached, rueidis.CT(c, s.cacheTTL))
@@ -621,7 +608,54 @@ func (s *Store) read(ctx context.Context, items []counting.Item) []counting.Resu
 		}
 	}
 
-	var cachedRes, directRes []rueidis.RedisResult
+	cachedRes, directRes := s.send(ctx, cached, direct)
+	res := make([]counting.Result, len(items))
+	for i := range items {
+		rs := directRes
+		if at[i].cached {
+			rs = cachedRes
+		}
+		rs = rs[at[i].from:at[i].to]
+		r := &res[i]
+		r.Allowed = true
+		err := firstErr(rs)
+		if err == nil {
+			err = kinds[items[i].Spec.Kind].got(&items[i], e, rs, r)
+		}
+		if err != nil {
+			s.metrics.RedisError("read")
+			s.degrade(r, err)
+		}
+	}
+	s.known.remember(items, res, e.now)
+	return res
+}
+
+// throughCache reports whether a cacheable counter is read through
+// client-side caching: a cached dimension of a campaign, or a counter read
+// often enough, for as long as it stays hot. Most reads are neither
+// sampled nor looked up (nothing is hot): no key is built.
+func (s *Store) throughCache(it *counting.Item) bool {
+	if it.Scope.Campaign != "" && s.cached[it.Subject.Dim] {
+		return true
+	}
+	if s.hot == nil {
+		return false
+	}
+	sampled := s.hot.sample()
+	if !sampled && s.hot.size() == 0 {
+		return false
+	}
+	tag := Tagged("", it)
+	if sampled {
+		s.hot.observe(tag)
+	}
+	return s.hot.isHot(tag)
+}
+
+// send runs the cached and the direct commands of a read at once, one
+// pipelined round trip per node each, and counts the cache's hits.
+func (s *Store) send(ctx context.Context, cached []rueidis.CacheableTTL, direct rueidis.Commands) (cachedRes, directRes []rueidis.RedisResult) {
 	switch {
 	case len(cached) > 0 && len(direct) > 0:
 		var wg sync.WaitGroup
@@ -643,27 +677,7 @@ func (s *Store) read(ctx context.Context, items []counting.Item) []counting.Resu
 	}
 	s.reach.Observe(errors.Join(firstErr(cachedRes), firstErr(directRes)))
 	s.metrics.Cache(hits, misses)
-
-	res := make([]counting.Result, len(items))
-	for i := range items {
-		rs := directRes
-		if at[i].cached {
-			rs = cachedRes
-		}
-		rs = rs[at[i].from:at[i].to]
-		r := &res[i]
-		r.Allowed = true
-		err := firstErr(rs)
-		if err == nil {
-			err = kinds[items[i].Spec.Kind].got(&items[i], e, rs, r)
-		}
-		if err != nil {
-			s.metrics.RedisError("read")
-			s.degrade(r, err)
-		}
-	}
-	s.known.remember(items, res, e.now)
-	return res
+	return cachedRes, directRes
 }
 
 // sameHours reports whether a and b are hour windows of one counter: one

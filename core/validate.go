@@ -51,20 +51,25 @@ func (s *Store) Check(it *counting.Item, write bool, field string) error {
 	return s.limits.Check(it, write, field)
 }
 
+// checkLimiter validates a rate limiter's item: a check, never a read.
+func (l *Limits) checkLimiter(k limiterKind, it *counting.Item, write bool, field string) error {
+	if err := limiterScope(it, field); err != nil {
+		return err
+	}
+	switch {
+	case !write:
+		return apierr.Invalid("%sspec.kind: %s", field, errLimiterRead)
+	case it.Hits < 0 || it.Hits > MaxHits:
+		return apierr.Invalid("%scost must be between 0 and %d", field, MaxHits)
+	}
+	return k.check(it, l, field)
+}
+
 // Check validates one item as Store.Check does.
 func (l *Limits) Check(it *counting.Item, write bool, field string) error {
 	sc := &it.Scope
 	if k, ok := kinds[it.Spec.Kind].(limiterKind); ok {
-		if err := limiterScope(it, field); err != nil {
-			return err
-		}
-		switch {
-		case !write:
-			return apierr.Invalid("%sspec.kind: %s", field, errLimiterRead)
-		case it.Hits < 0 || it.Hits > MaxHits:
-			return apierr.Invalid("%scost must be between 0 and %d", field, MaxHits)
-		}
-		return k.check(it, l, field)
+		return l.checkLimiter(k, it, write, field)
 	}
 	switch {
 	case sc.Policy != "":

@@ -16,7 +16,7 @@ import (
 // dimensions) are validated to plain ASCII before they get here; only msg
 // can hold anything and goes through encoding/json.
 //
-// It is counting.Answer's JSON (TestAnswerJSONIsTheContract):
+// It is counting.Answer's JSON (TestAnswerJSONIsTheContract checks it):
 //
 //	{"code":0,"msg":"..","cid":"42","event":"win","windowHours":[2,24],
 //	 "paceWindowSec":600,"counts":{"device":{"day":3,"windows":{"2":1,"24":2},
@@ -57,36 +57,11 @@ func (a *answer) appendJSON(b []byte) []byte {
 		b = strconv.AppendInt(b, int64(q.PaceWindowSec), 10)
 	}
 	b = append(b, `,"counts":{`...)
-	for i, d := range q.Dims {
-		c := &a.res.Counts[i]
+	for i := range q.Dims {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, '"')
-		b = append(b, d.Name...)
-		b = append(b, `":{"day":`...)
-		b = strconv.AppendInt(b, c.Day, 10)
-		if len(q.Windows) > 0 {
-			b = append(b, `,"windows":{`...)
-			for w, hours := range q.Windows {
-				if w > 0 {
-					b = append(b, ',')
-				}
-				b = append(b, '"')
-				b = strconv.AppendInt(b, int64(hours), 10)
-				b = append(b, `":`...)
-				b = strconv.AppendInt(b, c.Windows[w], 10)
-			}
-			b = append(b, '}')
-		}
-		if q.PaceWindowSec > 0 {
-			b = append(b, `,"pace":{"count":`...)
-			b = strconv.AppendInt(b, c.Pace.Count, 10)
-			b = append(b, `,"lastAt":`...)
-			b = strconv.AppendInt(b, c.Pace.LastAt, 10)
-			b = append(b, '}')
-		}
-		b = append(b, '}')
+		b = a.appendCounts(b, i)
 	}
 	b = append(b, '}')
 	if a.read {
@@ -99,6 +74,36 @@ func (a *answer) appendJSON(b []byte) []byte {
 	}
 	if a.duplicate {
 		b = append(b, `,"duplicate":true`...)
+	}
+	return append(b, '}')
+}
+
+// appendCounts appends the counts of the query's i-th dimension.
+func (a *answer) appendCounts(b []byte, i int) []byte {
+	q, c := a.q, &a.res.Counts[i]
+	b = append(b, '"')
+	b = append(b, q.Dims[i].Name...)
+	b = append(b, `":{"day":`...)
+	b = strconv.AppendInt(b, c.Day, 10)
+	if len(q.Windows) > 0 {
+		b = append(b, `,"windows":{`...)
+		for w, hours := range q.Windows {
+			if w > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = strconv.AppendInt(b, int64(hours), 10)
+			b = append(b, `":`...)
+			b = strconv.AppendInt(b, c.Windows[w], 10)
+		}
+		b = append(b, '}')
+	}
+	if q.PaceWindowSec > 0 {
+		b = append(b, `,"pace":{"count":`...)
+		b = strconv.AppendInt(b, c.Pace.Count, 10)
+		b = append(b, `,"lastAt":`...)
+		b = strconv.AppendInt(b, c.Pace.LastAt, 10)
+		b = append(b, '}')
 	}
 	return append(b, '}')
 }

@@ -170,11 +170,9 @@ type Signed struct {
 	Version int
 }
 
-// Verify checks the signature of a raw query string for event (the path
-// the notice came to).
-func (v *Verifier) Verify(event, rawQuery string) (*Signed, error) {
-	var ps []Param
-	sig, found := "", false
+// beforeSig decodes the parameters of a raw query string up to sig, and
+// sig itself (found says it was there).
+func beforeSig(rawQuery string) (ps []Param, sig string, found bool, err error) {
 	for pair := range strings.SplitSeq(rawQuery, "&") {
 		if pair == "" {
 			continue
@@ -182,17 +180,26 @@ func (v *Verifier) Verify(event, rawQuery string) (*Signed, error) {
 		k, val, _ := strings.Cut(pair, "=")
 		name, err := url.QueryUnescape(k)
 		if err != nil {
-			return nil, &Error{Malformed, fmt.Sprintf("parameter %q does not decode", k)}
+			return nil, "", false, &Error{Malformed, fmt.Sprintf("parameter %q does not decode", k)}
 		}
 		value, err := url.QueryUnescape(val)
 		if err != nil {
-			return nil, &Error{Malformed, fmt.Sprintf("parameter %s: value %q does not decode", name, val)}
+			return nil, "", false, &Error{Malformed, fmt.Sprintf("parameter %s: value %q does not decode", name, val)}
 		}
 		if name == "sig" {
-			sig, found = value, true
-			break
+			return ps, value, true, nil
 		}
 		ps = append(ps, Param{name, value})
+	}
+	return ps, "", false, nil
+}
+
+// Verify checks the signature of a raw query string for event (the path
+// the notice came to).
+func (v *Verifier) Verify(event, rawQuery string) (*Signed, error) {
+	ps, sig, found, err := beforeSig(rawQuery)
+	if err != nil {
+		return nil, err
 	}
 	signed := url.Values{}
 	for _, p := range ps {
