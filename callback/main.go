@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"os/signal"
@@ -59,49 +60,24 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	}
 	defer rdb.Close()
 
-	schema := newSchema(s.Counter, s.CounterToken, log)
-	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	sch, err := schema.Fetch(fctx)
-	cancel()
-	switch {
-	case err != nil:
-		log.Warn("counter schema unknown yet: notices are kept with every parameter named like a dimension until the counter answers", "err", err)
-	case sch.DedupeTTLSec > 0 && s.RetryFor > safeRetryFor(sch):
-		return fmt.Errorf("CALLBACK_RETRY_FOR=%s: must be at most half the counter's COUNTER_DEDUPE_TTL (%ds), so a retried write is still recognised by its eid and never counts twice", s.RetryFor, sch.DedupeTTLSec)
+	schema, err := startSchema(ctx, s, log)
+	if err != nil {
+		return err
 	}
-	go schema.Keep(ctx, s.SchemaRefresh)
-	campaigns := &Campaigns{rdb: rdb, ttl: s.CampaignTTL, schema: schema.Get}
-	if s.CampaignsFile != "" {
-		stored, kept, err := campaigns.LoadFile(ctx, s.CampaignsFile)
-		if err != nil {
-			return err
-		}
-		log.Info("campaigns seeded", "file", s.CampaignsFile, "stored", stored, "already_in_redis", kept)
+	campaigns, err := loadCampaigns(ctx, s, rdb, schema, log)
+	if err != nil {
+		return err
 	}
 
 	reg := prometheus.NewRegistry()
 	buildinfo.Register(reg, "callback")
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	journal := newJournal(rdb, s.Partitions, s.JournalMax, consumerName())
-	if err := journal.Setup(ctx); err != nil {
+	journal, fwd, err := startDelivery(ctx, s, rdb, schema, campaigns, log, reg)
+	if err != nil {
 		return err
 	}
-	if s.JournalReplicas > 0 {
-		journal.Replicate(ctx, s.JournalReplicas, s.AppendTimeout)
-		redisconn.ReportReplicas(ctx, log, rdb, s.JournalReplicas, "CALLBACK_JOURNAL_REPLICAS", "journal appends", "its notices get 503")
-	}
-	fwd := newForwarder(s, journal, schema, campaigns, log)
-	fwd.metrics = newMetrics(reg, journal)
-	fwd.Start()
-
 	d := deps{log: log, settings: s, campaigns: campaigns, journal: journal, schema: schema, metrics: fwd.metrics, draining: &atomic.Bool{}, registry: reg,
-		httpMetrics: httpmetrics.New(reg, "callback")}
-	if s.Keys != nil {
-		d.verifier = &signing.Verifier{Keys: s.Keys, MaxAge: s.NoticeAges, AcceptV1: s.AcceptV1, Now: time.Now}
-		log.Info("notices must be signed", "keys", slices.Sorted(maps.Keys(s.Keys)), "unknown_campaigns", map[bool]string{true: "refuse", false: "count"}[s.RefuseUnknown])
-	} else {
-		log.Warn("CALLBACK_SIGNING_KEYS is not set: notices are UNAUTHENTICATED, anyone who can reach the public port can count for any campaign; set signing keys before exposing it")
-	}
+		httpMetrics: httpmetrics.New(reg, "callback"), verifier: verifierOf(s, log)}
 	public, err := httpserver.ListenWith(s.Addr, "CALLBACK_ADDR", NewServer(d), httpserver.Public)
 	if err != nil {
 		return err
@@ -122,8 +98,74 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 		return err
 	}
 
+	stop(s, log, d.draining, public, admin, fwd)
+	return nil
+}
+
+// loadCampaigns are the campaigns in Redis, seeded from
+// CALLBACK_CAMPAIGNS_FILE when it is set.
+func loadCampaigns(ctx context.Context, s Settings, rdb rueidis.Client, schema *Schema, log *slog.Logger) (*Campaigns, error) {
+	campaigns := &Campaigns{rdb: rdb, ttl: s.CampaignTTL, schema: schema.Get}
+	if s.CampaignsFile != "" {
+		stored, kept, err := campaigns.LoadFile(ctx, s.CampaignsFile)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("campaigns seeded", "file", s.CampaignsFile, "stored", stored, "already_in_redis", kept)
+	}
+	return campaigns, nil
+}
+
+// startDelivery sets the journal up and starts its forwarder.
+func startDelivery(ctx context.Context, s Settings, rdb rueidis.Client, schema *Schema, campaigns *Campaigns, log *slog.Logger, reg *prometheus.Registry) (*Journal, *Forwarder, error) {
+	journal := newJournal(rdb, s.Partitions, s.JournalMax, consumerName())
+	if err := journal.Setup(ctx); err != nil {
+		return nil, nil, err
+	}
+	if s.JournalReplicas > 0 {
+		journal.Replicate(ctx, s.JournalReplicas, s.AppendTimeout)
+		redisconn.ReportReplicas(ctx, log, rdb, s.JournalReplicas, "CALLBACK_JOURNAL_REPLICAS", "journal appends", "its notices get 503")
+	}
+	fwd := newForwarder(s, journal, schema, campaigns, log)
+	fwd.metrics = newMetrics(reg, journal)
+	fwd.Start()
+	return journal, fwd, nil
+}
+
+// verifierOf checks notices' signatures with the settings' keys; nil
+// without keys (notices are then unauthenticated, which it warns of).
+func verifierOf(s Settings, log *slog.Logger) *signing.Verifier {
+	if s.Keys == nil {
+		log.Warn("CALLBACK_SIGNING_KEYS is not set: notices are UNAUTHENTICATED, anyone who can reach the public port can count for any campaign; set signing keys before exposing it")
+		return nil
+	}
+	log.Info("notices must be signed", "keys", slices.Sorted(maps.Keys(s.Keys)), "unknown_campaigns", map[bool]string{true: "refuse", false: "count"}[s.RefuseUnknown])
+	return &signing.Verifier{Keys: s.Keys, MaxAge: s.NoticeAges, AcceptV1: s.AcceptV1, Now: time.Now}
+}
+
+// startSchema reads the counter's schema (refusing a CALLBACK_RETRY_FOR
+// its dedupe window cannot cover) and keeps it fresh until ctx ends; a
+// counter not up yet is read later.
+func startSchema(ctx context.Context, s Settings, log *slog.Logger) (*Schema, error) {
+	schema := newSchema(s.Counter, s.CounterToken, log)
+	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	sch, err := schema.Fetch(fctx)
+	cancel()
+	switch {
+	case err != nil:
+		log.Warn("counter schema unknown yet: notices are kept with every parameter named like a dimension until the counter answers", "err", err)
+	case sch.DedupeTTLSec > 0 && s.RetryFor > safeRetryFor(sch):
+		return nil, fmt.Errorf("CALLBACK_RETRY_FOR=%s: must be at most half the counter's COUNTER_DEDUPE_TTL (%ds), so a retried write is still recognised by its eid and never counts twice", s.RetryFor, sch.DedupeTTLSec)
+	}
+	go schema.Keep(ctx, s.SchemaRefresh)
+	return schema, nil
+}
+
+// stop refuses new notices, lets the deliveries under way finish, then
+// closes the listeners; what is left stays in the journal.
+func stop(s Settings, log *slog.Logger, draining *atomic.Bool, public, admin *httpserver.Server, fwd *Forwarder) {
 	log.Info("callback stopping: refusing new notices, finishing the deliveries under way", "timeout", s.DrainTimeout)
-	d.draining.Store(true)
+	draining.Store(true)
 	if err := public.Shutdown(s.ShutdownTimeout); err != nil {
 		log.Warn("public listener shutdown", "err", err)
 	}
@@ -135,7 +177,6 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	if err := admin.Shutdown(s.ShutdownTimeout); err != nil {
 		log.Warn("admin listener shutdown", "err", err)
 	}
-	return nil
 }
 
 // tuneRedis sets callback's Redis client options.

@@ -84,65 +84,11 @@ func loadSettings(environ []string) (Settings, error) {
 	if s.Tokens, err = auth.Tokens("COUNTER_AUTH_TOKENS", cfg.AuthTokens); err != nil {
 		return s, err
 	}
-	s.Dimensions = config.List(cfg.Dimensions)
-	if len(s.Dimensions) == 0 {
-		return s, fmt.Errorf("COUNTER_DIMENSIONS: at least one dimension is required")
+	if err := s.names(); err != nil {
+		return s, err
 	}
-	for i, d := range s.Dimensions {
-		if !nameRE.MatchString(d) || slices.Contains(reserved, d) || slices.Contains(s.Dimensions[:i], d) {
-			return s, fmt.Errorf("COUNTER_DIMENSIONS: %q must be a unique lower-case name ([a-z][a-z0-9_]*) other than %v", d, reserved)
-		}
-	}
-	for _, d := range config.List(cfg.CachedDims) {
-		if !slices.Contains(s.Dimensions, d) {
-			return s, fmt.Errorf("COUNTER_CACHED_DIMENSIONS: %q is not in COUNTER_DIMENSIONS", d)
-		}
-		s.Cached[d] = true
-	}
-	s.Events = config.List(cfg.Events)
-	if len(s.Events) == 0 {
-		return s, fmt.Errorf("COUNTER_EVENTS: at least one event is required")
-	}
-	for i, e := range s.Events {
-		if !nameRE.MatchString(e) || slices.Contains(s.Events[:i], e) {
-			return s, fmt.Errorf("COUNTER_EVENTS: %q must be a unique lower-case name ([a-z][a-z0-9_]*)", e)
-		}
-	}
-	switch {
-	case cfg.MaxWindowHours < 1 || cfg.MaxWindowHours > 24*366:
-		return s, fmt.Errorf("COUNTER_MAX_WINDOW_HOURS: must be between 1 and %d, got %d", 24*366, cfg.MaxWindowHours)
-	case cfg.MaxPaceWindowSec < 1:
-		return s, fmt.Errorf("COUNTER_MAX_PACE_WINDOW_SEC: must be at least 1, got %d", cfg.MaxPaceWindowSec)
-	case cfg.MaxSpanSec < 1:
-		return s, fmt.Errorf("COUNTER_MAX_SPAN_SEC: must be at least 1, got %d", cfg.MaxSpanSec)
-	case cfg.MaxSpanDays < 1 || cfg.MaxSpanDays > 3660:
-		return s, fmt.Errorf("COUNTER_MAX_SPAN_DAYS: must be between 1 and 3660, got %d", cfg.MaxSpanDays)
-	case cfg.MaxBatch < 1:
-		return s, fmt.Errorf("COUNTER_MAX_BATCH: must be at least 1, got %d", cfg.MaxBatch)
-	case cfg.MaxReadBatch < 1:
-		return s, fmt.Errorf("COUNTER_MAX_READ_BATCH: must be at least 1, got %d", cfg.MaxReadBatch)
-	case cfg.ReadFrom != "primary" && cfg.ReadFrom != "replica":
-		return s, fmt.Errorf("COUNTER_READ_FROM: want primary or replica, got %q", cfg.ReadFrom)
-	case cfg.ReadTimeout <= 0:
-		return s, fmt.Errorf("COUNTER_READ_TIMEOUT: must be positive, got %s", cfg.ReadTimeout)
-	case cfg.WriteReplicas < 0 || cfg.WriteReplicas > 16:
-		return s, fmt.Errorf("COUNTER_WRITE_REPLICAS: must be between 0 and 16, got %d", cfg.WriteReplicas)
-	case cfg.WriteTimeout <= 0:
-		return s, fmt.Errorf("COUNTER_WRITE_TIMEOUT: must be positive, got %s", cfg.WriteTimeout)
-	case cfg.CacheTTL <= 0:
-		return s, fmt.Errorf("COUNTER_CACHE_TTL: must be positive, got %s", cfg.CacheTTL)
-	case cfg.FlushDelay < 0 || cfg.FlushDelay > time.Millisecond:
-		return s, fmt.Errorf("COUNTER_REDIS_FLUSH_DELAY: must be between 0 and 1ms, got %s", cfg.FlushDelay)
-	case cfg.DedupeTTL <= 0:
-		return s, fmt.Errorf("COUNTER_DEDUPE_TTL: must be positive, got %s", cfg.DedupeTTL)
-	case cfg.HotKeyRate < 0:
-		return s, fmt.Errorf("COUNTER_HOT_KEY_RATE: must be 0 or more, got %g", cfg.HotKeyRate)
-	case cfg.HotKeys < 1 || cfg.HotKeys > 100_000:
-		return s, fmt.Errorf("COUNTER_HOT_KEYS: must be between 1 and 100000, got %d", cfg.HotKeys)
-	case cfg.StaleMax < 0:
-		return s, fmt.Errorf("COUNTER_STALE_MAX: must be 0 or more, got %s", cfg.StaleMax)
-	case cfg.StaleCacheMB < 1 || cfg.StaleCacheMB > 1<<16:
-		return s, fmt.Errorf("COUNTER_STALE_CACHE_MB: must be between 1 and 65536, got %d", cfg.StaleCacheMB)
+	if err := cfg.bounds(); err != nil {
+		return s, err
 	}
 	if s.Policies, err = loadPolicies(cfg.LimitsFile, s.limits()); err != nil {
 		return s, fmt.Errorf("COUNTER_LIMITS_FILE: %w", err)
@@ -170,4 +116,75 @@ func (s Settings) storeOptions(reach *redisconn.Reach, now func() time.Time) cor
 		DedupeTTL: s.DedupeTTL, ReadTimeout: s.ReadTimeout, StaleMax: s.StaleMax, StaleCacheMB: s.StaleCacheMB,
 		HotKeys: s.HotKeys, HotKeyRate: s.HotKeyRate, WriteReplicas: s.WriteReplicas, WriteTimeout: s.WriteTimeout, Reach: reach,
 	}
+}
+
+// names reads the dimensions, cached dimensions and events.
+func (s *Settings) names() error {
+	cfg := &s.Config
+	s.Dimensions = config.List(cfg.Dimensions)
+	if len(s.Dimensions) == 0 {
+		return fmt.Errorf("COUNTER_DIMENSIONS: at least one dimension is required")
+	}
+	for i, d := range s.Dimensions {
+		if !nameRE.MatchString(d) || slices.Contains(reserved, d) || slices.Contains(s.Dimensions[:i], d) {
+			return fmt.Errorf("COUNTER_DIMENSIONS: %q must be a unique lower-case name ([a-z][a-z0-9_]*) other than %v", d, reserved)
+		}
+	}
+	for _, d := range config.List(cfg.CachedDims) {
+		if !slices.Contains(s.Dimensions, d) {
+			return fmt.Errorf("COUNTER_CACHED_DIMENSIONS: %q is not in COUNTER_DIMENSIONS", d)
+		}
+		s.Cached[d] = true
+	}
+	s.Events = config.List(cfg.Events)
+	if len(s.Events) == 0 {
+		return fmt.Errorf("COUNTER_EVENTS: at least one event is required")
+	}
+	for i, e := range s.Events {
+		if !nameRE.MatchString(e) || slices.Contains(s.Events[:i], e) {
+			return fmt.Errorf("COUNTER_EVENTS: %q must be a unique lower-case name ([a-z][a-z0-9_]*)", e)
+		}
+	}
+	return nil
+}
+
+// bounds checks the settings that are numbers and durations.
+func (cfg *Config) bounds() error {
+	switch {
+	case cfg.MaxWindowHours < 1 || cfg.MaxWindowHours > 24*366:
+		return fmt.Errorf("COUNTER_MAX_WINDOW_HOURS: must be between 1 and %d, got %d", 24*366, cfg.MaxWindowHours)
+	case cfg.MaxPaceWindowSec < 1:
+		return fmt.Errorf("COUNTER_MAX_PACE_WINDOW_SEC: must be at least 1, got %d", cfg.MaxPaceWindowSec)
+	case cfg.MaxSpanSec < 1:
+		return fmt.Errorf("COUNTER_MAX_SPAN_SEC: must be at least 1, got %d", cfg.MaxSpanSec)
+	case cfg.MaxSpanDays < 1 || cfg.MaxSpanDays > 3660:
+		return fmt.Errorf("COUNTER_MAX_SPAN_DAYS: must be between 1 and 3660, got %d", cfg.MaxSpanDays)
+	case cfg.MaxBatch < 1:
+		return fmt.Errorf("COUNTER_MAX_BATCH: must be at least 1, got %d", cfg.MaxBatch)
+	case cfg.MaxReadBatch < 1:
+		return fmt.Errorf("COUNTER_MAX_READ_BATCH: must be at least 1, got %d", cfg.MaxReadBatch)
+	case cfg.ReadFrom != "primary" && cfg.ReadFrom != "replica":
+		return fmt.Errorf("COUNTER_READ_FROM: want primary or replica, got %q", cfg.ReadFrom)
+	case cfg.ReadTimeout <= 0:
+		return fmt.Errorf("COUNTER_READ_TIMEOUT: must be positive, got %s", cfg.ReadTimeout)
+	case cfg.WriteReplicas < 0 || cfg.WriteReplicas > 16:
+		return fmt.Errorf("COUNTER_WRITE_REPLICAS: must be between 0 and 16, got %d", cfg.WriteReplicas)
+	case cfg.WriteTimeout <= 0:
+		return fmt.Errorf("COUNTER_WRITE_TIMEOUT: must be positive, got %s", cfg.WriteTimeout)
+	case cfg.CacheTTL <= 0:
+		return fmt.Errorf("COUNTER_CACHE_TTL: must be positive, got %s", cfg.CacheTTL)
+	case cfg.FlushDelay < 0 || cfg.FlushDelay > time.Millisecond:
+		return fmt.Errorf("COUNTER_REDIS_FLUSH_DELAY: must be between 0 and 1ms, got %s", cfg.FlushDelay)
+	case cfg.DedupeTTL <= 0:
+		return fmt.Errorf("COUNTER_DEDUPE_TTL: must be positive, got %s", cfg.DedupeTTL)
+	case cfg.HotKeyRate < 0:
+		return fmt.Errorf("COUNTER_HOT_KEY_RATE: must be 0 or more, got %g", cfg.HotKeyRate)
+	case cfg.HotKeys < 1 || cfg.HotKeys > 100_000:
+		return fmt.Errorf("COUNTER_HOT_KEYS: must be between 1 and 100000, got %d", cfg.HotKeys)
+	case cfg.StaleMax < 0:
+		return fmt.Errorf("COUNTER_STALE_MAX: must be 0 or more, got %s", cfg.StaleMax)
+	case cfg.StaleCacheMB < 1 || cfg.StaleCacheMB > 1<<16:
+		return fmt.Errorf("COUNTER_STALE_CACHE_MB: must be between 1 and 65536, got %d", cfg.StaleCacheMB)
+	}
+	return nil
 }
