@@ -258,7 +258,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("GET %s: %d %s, want 400 naming %q", u, code, body, msg)
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
+	s.waitSettled(10 * time.Second)
 	if after := dbsize(t, s); after != before {
 		t.Errorf("bad notices changed Redis: %d keys before, %d after", before, after)
 	}
@@ -317,6 +317,15 @@ func (s *stack) waitMetricAt(url, want string, within time.Duration) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// waitSettled waits until the journal holds nothing undelivered or
+// pending: every notice callback took has been answered for by the counter
+// (counted, a duplicate, or dropped), so counts no longer move.
+func (s *stack) waitSettled(within time.Duration) {
+	s.t.Helper()
+	s.waitMetric("freqcap_callback_journal_undelivered 0", within)
+	s.waitMetric("freqcap_callback_journal_pending 0", within)
 }
 
 // dbsize is the keys in Redis: on every master of a cluster.
@@ -457,7 +466,7 @@ func TestNoLossWhenCounterRestarts(t *testing.T) {
 		5000: func() { s.startCounter() },
 	})
 	s.waitKey("freq:{win:device:loss:dev}", 10_000, 60*time.Second)
-	time.Sleep(500 * time.Millisecond)
+	s.waitSettled(30 * time.Second)
 	s.waitKey("freq:{win:device:loss:dev}", 10_000, 0)
 	// The retries while the counter was down were said, not only counted.
 	if logs := s.callback.Logs(); !strings.Contains(logs, "counter write failed, retrying") {
@@ -482,7 +491,7 @@ func TestNoLossWhenRedisStalls(t *testing.T) {
 		t.Error("no notice was refused while Redis was frozen: 204 without persisting?")
 	}
 	s.waitKey("freq:{win:device:stall:dev}", 10_000, 60*time.Second)
-	time.Sleep(500 * time.Millisecond)
+	s.waitSettled(30 * time.Second)
 	s.waitKey("freq:{win:device:stall:dev}", 10_000, 0)
 }
 
@@ -1079,7 +1088,7 @@ func TestSignedNotices(t *testing.T) {
 		t.Errorf("a signed notice of an unknown campaign: %d, want 404", code)
 	}
 	s.waitMetric(`freqcap_callback_signature_failures_total{reason="bad_sig"} 2`, 5*time.Second)
-	time.Sleep(300 * time.Millisecond) // what a forged notice would have counted by now
+	s.waitSettled(10 * time.Second) // what a forged notice would have counted, it has
 	for _, key := range []string{"freq:{win:device:s1:f1}", "freq:{win:device:s1:f3}", "freq:{win:device:s1:f4}", "freq:{win:device:s1:f5}",
 		"freq:{win:device:s1:f6}", "freq:{win:device:s1:f7}", "freq:{win:device:nope:f8}", "freq:{win:device:other:evil}", "freq:{win:device:s1:evil}"} {
 		if s.exists(key) {

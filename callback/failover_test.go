@@ -77,9 +77,8 @@ func failover(t *testing.T, n int, counterEnv, callbackEnv []string, rejoin bool
 	if !masterMoved(t, srv, key, victim, 30*time.Second) {
 		t.Fatalf("the killed master %s still serves %s", victim, key)
 	}
-	s.waitMetric(`freqcap_callback_journal_undelivered 0`, 60*time.Second)
+	s.waitSettled(60 * time.Second) // the last batches have landed
 	drained := time.Since(killedAt)
-	time.Sleep(500 * time.Millisecond) // the last batches land
 	counted := s.get(key)
 	refusedFor := got.last.Sub(got.first)
 	t.Logf("failover: %d notices acknowledged, %d counted (%d lost); %d answers 503 over %s; the last notice acknowledged %s and the journal drained %s after the kill (cluster ok %s after the sends)",
