@@ -1,0 +1,47 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/freqcap/freqcap/client"
+)
+
+// BenchmarkDecide50 is one Decide of 50 candidates (each capping the
+// device by day and a 3-hour window, and the bundle by day: 100 counts)
+// over HTTP and in direct mode, against the test stack's counter and
+// Redis.
+func BenchmarkDecide50(b *testing.B) {
+	cands := make([]client.Candidate, 50)
+	for i := range cands {
+		cands[i] = client.Candidate{CID: fmt.Sprint("bench-", i), Caps: []client.Cap{
+			{Dim: "device", Day: 3, Windows: []client.Window{{Hours: 3, Limit: 2}}},
+			{Dim: "bundle", Day: 1000},
+		}}
+	}
+	ids := client.Identities{"device": "bench-device", "bundle": "com.bench"}
+	for _, mode := range []string{"http", "direct"} {
+		b.Run(mode, func(b *testing.B) {
+			var c *client.Client
+			var err error
+			if mode == "http" {
+				c, err = client.New(counterURL, client.Options{Timeout: time.Second, Token: testToken})
+			} else {
+				c, err = client.NewDirect(redisURL, client.Options{Timeout: time.Second}, client.DirectOptions{})
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Decide(ctx, ids, cands); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
