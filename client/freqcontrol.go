@@ -13,7 +13,7 @@ import (
 	"github.com/freqcap/freqcap/gen/freqcap/v1/freqcapv1connect"
 )
 
-// FreqControl calls the counter's generic frequency-control API (seed 002:
+// FreqControl calls the counter's generic frequency-control API (
 // "at most N per key per span") over gRPC. Reads have a deadline and fail
 // open: when the counter cannot answer in time they report 0, Degraded,
 // and an error saying why. Writes do not degrade: they return the error,

@@ -11,7 +11,7 @@ import (
 
 // hotKeys finds the counters read most often among those read straight
 // from Redis (device counts, by default), so that the store reads them
-// through client-side caching instead (seed 002 3.3.10: hot keys promoted
+// through client-side caching instead (hot keys promoted
 // to local memory with a short expiry; here Redis invalidates the cached
 // copy the moment the key changes, so it is never stale for long, and
 // writes never read from it).

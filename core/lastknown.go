@@ -11,7 +11,7 @@ import (
 
 // lastKnown remembers what reads got from Redis, so that a read Redis
 // cannot serve in time answers the value last read (stale, with its age)
-// rather than 0, as seed 002 degrades to a local cache. Writes never read
+// rather than 0, as a frequency control degrades to a local cache. Writes never read
 // from it.
 //
 // Every read remembers every count it got, so remembering must cost next

@@ -6,7 +6,7 @@ import (
 )
 
 // slidingLog: exact, one ZSet member per admitted unit of cost in the last
-// period (the seed's list of timestamps); members are a random id per hit.
+// period (a list of timestamps); members are a random id per hit.
 var slidingLog = limiterKind{
 	// One member per admitted unit.
 	maxLimit: 10_000,

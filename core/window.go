@@ -14,7 +14,7 @@ import (
 // windowKind is a String with a TTL, opened by the first hit: kinds day
 // (natural days) and seconds. A campaign's day counter is freq:{<tag>}, a
 // business's window gfreq:{<tag>}; a business key has one live window
-// whatever the unit, as in seed 002, and an Add with another span counts
+// whatever the unit, as the frequency-control API defines it, and an Add with another span counts
 // into the live window without moving its end.
 type windowKind struct{ unit counting.Kind }
 

@@ -22,7 +22,7 @@ import (
 	"github.com/freqcap/freqcap/shared/ids"
 )
 
-// freqControl serves seed 002's FrequencyControl (gRPC, gRPC-Web and
+// freqControl serves the FrequencyControl service (gRPC, gRPC-Web and
 // Connect JSON from one handler) as a view over the counting core: a
 // business key is one window counter (kind seconds or day) in
 // gfreq:{b:<business id>:<key>}.
@@ -231,7 +231,7 @@ func (h healthChecker) Check(ctx context.Context, req *grpchealth.CheckRequest) 
 	return &grpchealth.CheckResponse{Status: grpchealth.StatusServing}, nil
 }
 
-// protoJSON is the Connect JSON codec with the seed's field names
+// protoJSON is the Connect JSON codec with the API's original field names
 // (business_id, time_span) and every field present, zeros included, so a
 // JSON caller reads "code": 0 and "freq": 0 rather than nothing.
 type protoJSON struct{}

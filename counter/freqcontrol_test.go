@@ -281,7 +281,7 @@ func TestFrequencyControlReflection(t *testing.T) {
 	}
 }
 
-// The curl line of docs/frequency-control.md: Connect JSON over plain HTTP POST, the seed's
+// The curl line of docs/frequency-control.md: Connect JSON over plain HTTP POST, the API's
 // field names in the answer, zeros included.
 func TestFrequencyControlCurl(t *testing.T) {
 	srv := redistest.Start(t)

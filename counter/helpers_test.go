@@ -82,7 +82,7 @@ func newClient(t testing.TB, url string) rueidis.Client {
 
 // testStore is a store on srv with its own client, registry and clock,
 // with the campaign views on it (the core is st.Store).
-func testStore(t testing.TB, srv *redistest.Server, clk *clock, kv ...string) (seed000, Settings) {
+func testStore(t testing.TB, srv *redistest.Server, clk *clock, kv ...string) (campaignStore, Settings) {
 	t.Helper()
 	s := testSettings(t, srv.URL(), kv...)
 	st := newTestStore(t, srv.URL(), s, clk.Now)
@@ -92,7 +92,7 @@ func testStore(t testing.TB, srv *redistest.Server, clk *clock, kv ...string) (s
 
 // newTestStore is a store on its own client to url, opened as the counter
 // opens it, and its own registry.
-func newTestStore(t testing.TB, url string, s Settings, now func() time.Time) seed000 {
+func newTestStore(t testing.TB, url string, s Settings, now func() time.Time) campaignStore {
 	t.Helper()
 	reach := &redisconn.Reach{}
 	s.RedisURL = url
@@ -102,7 +102,7 @@ func newTestStore(t testing.TB, url string, s Settings, now func() time.Time) se
 	}
 	t.Cleanup(c.Close)
 	m := newMetrics(prometheus.NewRegistry())
-	return seed000{campaign.Counters{Store: core.NewStore(c, s.storeOptions(reach, now), m), M: m}, m}
+	return campaignStore{campaign.Counters{Store: core.NewStore(c, s.storeOptions(reach, now), m), M: m}, m}
 }
 
 // raw runs one command on a separate connection, as redis-cli would.
@@ -133,9 +133,9 @@ type (
 	PaceResult = campaign.PaceResult
 )
 
-// seed000 is the campaign counters on a test store, with the counter's
+// campaignStore is the campaign counters on a test store, with the counter's
 // metrics they report to.
-type seed000 struct {
+type campaignStore struct {
 	campaign.Counters
 	m *metrics
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/freqcap/freqcap/shared/httpjson"
 )
 
-// limiter serves the rate-limit checks of seed 004 over HTTP and RPC.
+// limiter serves the rate-limit checks over HTTP and RPC.
 // A check is bounded by COUNTER_READ_TIMEOUT, like a read: it sits on its
 // caller's critical path. When Redis cannot decide in time the check fails
 // open (admitted, degraded), counted and logged at most once a second.

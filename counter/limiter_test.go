@@ -44,7 +44,7 @@ func TestFixedWindowAdmitsTwiceTheLimitAcrossAnEdge(t *testing.T) {
 			admitted++
 		}
 	}
-	// The seed's boundary burst: 2N within 100 ms, documented behaviour.
+	// The fixed window's boundary burst: 2N within 100 ms, documented behaviour.
 	if admitted != 6 {
 		t.Fatalf("admitted %d across the edge, want 6 (2 x limit)", admitted)
 	}

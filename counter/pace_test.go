@@ -9,7 +9,7 @@ import (
 	"github.com/freqcap/freqcap/shared/redistest"
 )
 
-func mustPace(t *testing.T, st seed000, q Query, rule PaceRule) PaceResult {
+func mustPace(t *testing.T, st campaignStore, q Query, rule PaceRule) PaceResult {
 	t.Helper()
 	res, err := st.Pace(context.Background(), &q, rule)
 	if err != nil {

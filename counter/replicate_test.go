@@ -45,7 +45,7 @@ func TestWritesWaitForReplicas(t *testing.T) {
 		}
 		return qs
 	}
-	write := func(s seed000, qs []Query) []error {
+	write := func(s campaignStore, qs []Query) []error {
 		wctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		_, errs := s.IncrBatch(wctx, qs)

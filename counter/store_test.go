@@ -15,7 +15,7 @@ import (
 	"github.com/freqcap/freqcap/shared/redistest"
 )
 
-func mustIncr(t testing.TB, st seed000, q Query) Result {
+func mustIncr(t testing.TB, st campaignStore, q Query) Result {
 	t.Helper()
 	res, err := st.Incr(context.Background(), &q)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/freqcap/freqcap/shared/ids"
 )
 
-// The view counter of seed 004: a view counts toward an article's total
+// The view counter: a view counts toward an article's total
 // only when the viewer is within the view limits (by default one view per
 // viewer per article per 10 minutes and 100 per viewer per hour).
 //

@@ -1,4 +1,4 @@
--- limit.lua: one rate-limit check (seed 004) against one or more limits on
+-- limit.lua: one rate-limit check against one or more limits on
 -- keys of one hash tag, all or nothing: the hit is admitted when every
 -- limit admits it, and only then does any of them consume. The kinds'
 -- functions (kinds.<name>, one file each) are prepended to this script;

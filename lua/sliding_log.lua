@@ -1,5 +1,5 @@
 -- sliding_log.lua: exact, one ZSet member per admitted unit of cost; an
--- event counts while now - its score < period (the seed's list of
+-- event counts while now - its score < period (a list of
 -- timestamps).
 --
 -- key   rl:{<tag>}:sliding_log:<limit>:<periodMs>   ZSet, score = unix ms

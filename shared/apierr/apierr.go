@@ -1,5 +1,5 @@
 // Package apierr defines the application error codes of freqcap's HTTP APIs
-// (design.md, after seed 002) and the error type that carries them.
+// (design.md) and the error type that carries them.
 package apierr
 
 import (

@@ -15,7 +15,7 @@ const (
 	// counting today. Campaign counters take Span 1 (today).
 	Day Kind = "day"
 	// Seconds counts in a window of Span seconds opened by the first hit
-	// (a String with a TTL, seed 002's TIME_UNIT_SEC). It shares its key
+	// (a String with a TTL, the frequency-control API's TIME_UNIT_SEC). It shares its key
 	// with Day: a business key has one live window whatever its unit.
 	Seconds Kind = "seconds"
 	// Hours counts the last Span hours from hour buckets (a Hash, field =
@@ -28,15 +28,15 @@ const (
 	// MinGapSec old; without one, every hit is recorded.
 	Sliding Kind = "sliding"
 
-	// The rate limiters (seed 004). Each decides a hit of Hits (the cost;
+	// The rate limiters. Each decides a hit of Hits (the cost;
 	// 0 peeks without consuming) against Limit per PeriodMs, atomically in
 	// one script; a refused hit never consumes.
 
 	// FixedWindow admits Limit per period, windows aligned to the epoch: a
-	// burst of 2*Limit across a window edge is possible, as the seed says.
+	// burst of 2*Limit across a window edge is possible, as with any fixed window.
 	FixedWindow Kind = "fixed_window"
 	// SlidingLog is exact: one member per admitted unit of cost in the last
-	// period (the seed's list of timestamps).
+	// period (a list of timestamps).
 	SlidingLog Kind = "sliding_log"
 	// SlidingWindow approximates the log from the current and the previous
 	// fixed window, the previous weighted by how much of it the sliding
@@ -56,8 +56,8 @@ const (
 	GCRA Kind = "gcra"
 )
 
-// Scope is whom a counter belongs to: a campaign's event (seed 000), a
-// business (seed 002) or a rate-limit policy (seed 004). Exactly one of
+// Scope is whom a counter belongs to: a campaign's event, a
+// business (frequency control) or a rate-limit policy. Exactly one of
 // Campaign, Business and Policy is set.
 type Scope struct {
 	// Campaign is a campaign (line item, ...) id: 1-64 of [A-Za-z0-9._-].
@@ -65,9 +65,9 @@ type Scope struct {
 	// Event is the campaign's counted event (win, billing, imp); empty
 	// means the counter's default event. Only with Campaign.
 	Event string `json:"event,omitempty"`
-	// Business is a seed-002 business id, > 0.
+	// Business is a frequency-control business id, > 0.
 	Business uint32 `json:"business,omitempty"`
-	// Policy is a rate limiter's policy name (seed 004); with a limiter
+	// Policy is a rate limiter's policy name; with a limiter
 	// kind only, and then the only field set.
 	Policy string `json:"policy,omitempty"`
 }

@@ -1,6 +1,6 @@
 package counting
 
-// The wire shapes of the rate-limit API (seed 004): POST /v1/limit,
+// The wire shapes of the rate-limit API: POST /v1/limit,
 // /v1/limit/batch and the gate. A check names a policy from the counter's
 // policy file, or gives its rule inline.
 
@@ -92,7 +92,7 @@ type PolicyFile struct {
 	Policies []Policy `json:"policies"`
 }
 
-// ViewRequest is one view of an article (POST /v1/views, seed 004's view
+// ViewRequest is one view of an article (POST /v1/views, the view
 // counter): it counts toward the article's total only when the viewer is
 // within the view limits.
 type ViewRequest struct {

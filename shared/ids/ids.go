@@ -80,7 +80,7 @@ func Random(prefix string) string {
 // KeyRule describes ValidKey in error messages.
 const KeyRule = "1-256 bytes of UTF-8 without control, invisible (default-ignorable) or blank characters but the space"
 
-// ValidKey reports whether s is a business key (seed 002): 1-256 bytes of
+// ValidKey reports whether s is a business key (frequency control): 1-256 bytes of
 // valid UTF-8 without the characters unseen refuses (zero-width spaces,
 // byte-order marks, fillers make look-alike keys), but the space.
 func ValidKey(s string) bool {

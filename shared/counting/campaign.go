@@ -1,6 +1,6 @@
 package counting
 
-// The wire types of the seed-000 endpoints (/v1/incr, /v1/freq,
+// The wire types of the campaign endpoints (/v1/incr, /v1/freq,
 // /v1/freq/batch, /v1/pace): views over items, one counter per dimension.
 
 // Answer is the answer of /v1/incr and /v1/freq, and each result of
@@ -67,7 +67,7 @@ type BatchResponse struct {
 	Results []Answer `json:"results"`
 }
 
-// Pace outcomes of POST /v1/pace, as the seed's script returns them.
+// Pace outcomes of POST /v1/pace, as lua/sliding.lua returns them.
 const (
 	PaceAllowed   = 1
 	PaceOverLimit = 0
