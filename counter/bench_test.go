@@ -17,6 +17,7 @@ import (
 	"github.com/redis/rueidis"
 
 	freqcapv1 "github.com/freqcap/freqcap/gen/freqcap/v1"
+	"github.com/freqcap/freqcap/ratelimit"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/httpjson"
 	"github.com/freqcap/freqcap/shared/redistest"
@@ -335,7 +336,7 @@ func BenchmarkLimitDuringAStall(b *testing.B) {
 		b.Run(fmt.Sprintf("skip=%v", skip), func(b *testing.B) {
 			srv := redistest.StartSingle(b)
 			st, s := testStore(b, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=5ms")
-			l := &limiter{log: discardLogger(), store: st.Store, lim: s.limits(), policies: s.Policies, timeout: s.ReadTimeout, metrics: st.m}
+			l := &ratelimit.Checker{Log: discardLogger(), Store: st.Store, Policies: s.Policies, Timeout: s.ReadTimeout, Observe: st.m.limitCheck}
 			if !skip {
 				l = nil
 			}
@@ -357,7 +358,7 @@ func BenchmarkLimitDuringAStall(b *testing.B) {
 				req.Key = "user:" + strconv.Itoa(rand.IntN(100_000))
 				start := time.Now()
 				if l != nil {
-					_, as, err := l.check(context.Background(), []counting.LimitRequest{req}, false)
+					_, as, err := l.Check(context.Background(), []counting.LimitRequest{req}, false)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
-	"github.com/freqcap/freqcap/core"
-	"github.com/freqcap/freqcap/shared/redisconn"
 	"regexp"
 	"slices"
 	"time"
 	_ "time/tzdata" // COUNTER_TIMEZONE works on images without a zoneinfo database
+
+	"github.com/freqcap/freqcap/core"
+	"github.com/freqcap/freqcap/ratelimit"
+	"github.com/freqcap/freqcap/shared/redisconn"
 
 	"github.com/freqcap/freqcap/shared/auth"
 	"github.com/freqcap/freqcap/shared/config"
@@ -60,10 +62,10 @@ type Settings struct {
 	// Tokens are the bearer tokens the API requires; none when empty.
 	Tokens []string
 	// Policies are the named rate-limit policies of COUNTER_LIMITS_FILE.
-	Policies map[string]*policy
+	Policies map[string]*ratelimit.Policy
 	// Views is the view counter's limits; perArticle says whether its
 	// first limit is per viewer and article.
-	Views      *policy
+	Views      *ratelimit.Policy
 	PerArticle bool
 }
 
@@ -90,10 +92,10 @@ func loadSettings(environ []string) (Settings, error) {
 	if err := cfg.bounds(); err != nil {
 		return s, err
 	}
-	if s.Policies, err = loadPolicies(cfg.LimitsFile, s.limits()); err != nil {
+	if s.Policies, err = ratelimit.LoadPolicies(cfg.LimitsFile, s.limits()); err != nil {
 		return s, fmt.Errorf("COUNTER_LIMITS_FILE: %w", err)
 	}
-	if s.Views, s.PerArticle, err = viewPolicy(cfg.ViewsPerArticle, cfg.ViewsPerViewer, s.limits()); err != nil {
+	if s.Views, s.PerArticle, err = ratelimit.ViewPolicy(cfg.ViewsPerArticle, cfg.ViewsPerViewer, s.limits()); err != nil {
 		return s, err
 	}
 	return s, nil

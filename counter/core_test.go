@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
-	"github.com/freqcap/freqcap/core"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/freqcap/freqcap/core"
 
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/redistest"

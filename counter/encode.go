@@ -2,10 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/freqcap/freqcap/campaign"
 	"net/http"
 	"strconv"
 	"sync"
+
+	"github.com/freqcap/freqcap/campaign"
 
 	"github.com/freqcap/freqcap/shared/httpjson"
 )

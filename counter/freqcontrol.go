@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/freqcap/freqcap/core"
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/freqcap/freqcap/core"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"

@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/freqcap/freqcap/campaign"
-	"github.com/freqcap/freqcap/core"
 	"io"
 	"log/slog"
 	"net/http"
 	"runtime"
 	"strconv"
 	"time"
+
+	"github.com/freqcap/freqcap/campaign"
+	"github.com/freqcap/freqcap/core"
 
 	"golang.org/x/time/rate"
 

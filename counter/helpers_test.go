@@ -2,14 +2,15 @@ package main
 
 import (
 	"context"
-	"github.com/freqcap/freqcap/campaign"
-	"github.com/freqcap/freqcap/core"
 	"io"
 	"log/slog"
 	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/freqcap/freqcap/campaign"
+	"github.com/freqcap/freqcap/core"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"

@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
-	"github.com/freqcap/freqcap/campaign"
-	"github.com/freqcap/freqcap/core"
 	"testing"
 	"time"
+
+	"github.com/freqcap/freqcap/campaign"
+	"github.com/freqcap/freqcap/core"
 
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/redistest"

@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/freqcap/freqcap/core"
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/freqcap/freqcap/core"
 
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"

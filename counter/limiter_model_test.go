@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/freqcap/freqcap/core"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/freqcap/freqcap/core"
 
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/redistest"

@@ -6,13 +6,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/freqcap/freqcap/core"
 	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"syscall"
 	"time"
+
+	"github.com/freqcap/freqcap/core"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"

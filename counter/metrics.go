@@ -32,6 +32,11 @@ func (m *metrics) Cache(hits, misses int) {
 	m.cacheMisses.Add(float64(misses))
 }
 
+// limitCheck counts one rate-limit check's outcome.
+func (m *metrics) limitCheck(policy, outcome string) {
+	m.limitChecks.WithLabelValues(policy, outcome).Inc()
+}
+
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		degradedReads: prometheus.NewCounterVec(prometheus.CounterOpts{

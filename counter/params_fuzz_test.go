@@ -2,12 +2,13 @@ package main
 
 import (
 	"bytes"
-	"github.com/freqcap/freqcap/campaign"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
 	"testing"
+
+	"github.com/freqcap/freqcap/campaign"
 
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/httpjson"

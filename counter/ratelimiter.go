@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"github.com/freqcap/freqcap/ratelimit"
+
 	"connectrpc.com/connect"
 
 	freqcapv1 "github.com/freqcap/freqcap/gen/freqcap/v1"
@@ -16,7 +18,7 @@ import (
 // over gRPC, gRPC-Web and Connect JSON, translated to the same wire types
 // and decided by the same limiter.
 type rateLimiter struct {
-	l        *limiter
+	l        *ratelimit.Checker
 	maxBatch int
 }
 
@@ -64,7 +66,7 @@ func checkResponse(a *counting.LimitAnswer) *freqcapv1.CheckRsp {
 }
 
 func (s *rateLimiter) Check(ctx context.Context, req *connect.Request[freqcapv1.CheckReq]) (*connect.Response[freqcapv1.CheckRsp], error) {
-	_, as, err := s.l.check(ctx, []counting.LimitRequest{checkRequest(req.Msg)}, false)
+	_, as, err := s.l.Check(ctx, []counting.LimitRequest{checkRequest(req.Msg)}, false)
 	if err != nil {
 		return nil, invalidRPC(err)
 	}
@@ -81,7 +83,7 @@ func (s *rateLimiter) BatchCheck(ctx context.Context, req *connect.Request[freqc
 	for i, c := range checks {
 		reqs[i] = checkRequest(c)
 	}
-	_, as, err := s.l.check(ctx, reqs, true)
+	_, as, err := s.l.Check(ctx, reqs, true)
 	if err != nil {
 		return connect.NewResponse(&freqcapv1.BatchCheckRsp{Code: apierr.InvalidArgument, Msg: err.Error()}), nil
 	}

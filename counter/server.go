@@ -1,10 +1,12 @@
 package main
 
 import (
-	"github.com/freqcap/freqcap/campaign"
-	"github.com/freqcap/freqcap/core"
 	"log/slog"
 	"net/http"
+
+	"github.com/freqcap/freqcap/campaign"
+	"github.com/freqcap/freqcap/core"
+	"github.com/freqcap/freqcap/ratelimit"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -23,7 +25,7 @@ type deps struct {
 	campaigns   campaign.Counters
 	limits      *core.Limits
 	freqControl *freqControl
-	limiter     *limiter
+	limiter     *ratelimit.Checker
 	views       *views
 	degrader    *degrader
 	gatherer    prometheus.Gatherer
@@ -42,7 +44,7 @@ func NewServer(log *slog.Logger, s Settings, store *core.Store, m *metrics, reg 
 		limits:      lim,
 		freqControl: &freqControl{log: log, store: store, lim: lim, maxBatch: s.MaxBatch, maxReadBatch: s.MaxReadBatch, writeTimeout: s.WriteTimeout},
 		degrader:    &degrader{log: log, metrics: m},
-		limiter:     &limiter{log: log, store: store, lim: lim, policies: s.Policies, timeout: s.ReadTimeout, metrics: m},
+		limiter:     &ratelimit.Checker{Log: log, Store: store, Policies: s.Policies, Timeout: s.ReadTimeout, Observe: m.limitCheck},
 		views:       &views{log: log, store: store, pol: s.Views, perArticle: s.PerArticle, writeTimeout: s.WriteTimeout, readTimeout: s.ReadTimeout},
 		gatherer:    reg,
 		httpMetrics: httpmetrics.New(reg, "counter"),

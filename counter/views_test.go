@@ -72,7 +72,7 @@ func TestViewsEndpoint(t *testing.T) {
 
 func TestViewLimitsAreChecked(t *testing.T) {
 	s, err := loadSettings([]string{"COUNTER_VIEWS_PER_ARTICLE=none"})
-	if err != nil || s.PerArticle || len(s.Views.specs) != 1 {
+	if err != nil || s.PerArticle || s.Views.Limits() != 1 {
 		t.Fatalf("per-article limit off: %v %+v", err, s.Views)
 	}
 	for _, kv := range [][]string{

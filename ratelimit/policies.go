@@ -1,8 +1,11 @@
-package main
+// Package ratelimit is the rate limiting over the counting core: policies
+// (named in a file, or a rule inline), the check of a hit against them all
+// or nothing, and the view counter that counts a view only when its
+// viewer is within limits. The counter serves them over HTTP and RPC.
+package ratelimit
 
 import (
 	"fmt"
-	"github.com/freqcap/freqcap/core"
 	"os"
 	"strconv"
 	"strings"
@@ -10,6 +13,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/freqcap/freqcap/core"
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/ids"
@@ -18,9 +22,9 @@ import (
 // inline is the policy name of checks that give their rule inline.
 const inline = "inline"
 
-// policy is a set of limits checked together: a named one from
+// Policy is a set of limits checked together: a named one from
 // COUNTER_LIMITS_FILE, or an inline one built for one check.
-type policy struct {
+type Policy struct {
 	name   string
 	specs  []counting.Spec // the first, then the ones decided with it
 	shadow bool
@@ -28,10 +32,10 @@ type policy struct {
 	header string
 }
 
-// loadPolicies reads a policy file (YAML or JSON; YAML is read as JSON is)
+// LoadPolicies reads a policy file (YAML or JSON; YAML is read as JSON is)
 // and checks every policy as a check would; "" is none.
-func loadPolicies(path string, lim *core.Limits) (map[string]*policy, error) {
-	out := map[string]*policy{}
+func LoadPolicies(path string, lim *core.Limits) (map[string]*Policy, error) {
+	out := map[string]*Policy{}
 	if path == "" {
 		return out, nil
 	}
@@ -61,8 +65,8 @@ func loadPolicies(path string, lim *core.Limits) (map[string]*policy, error) {
 }
 
 // newPolicy checks a rule (or several) and turns it into specs.
-func newPolicy(name string, rule counting.Rule, rules []counting.Rule, mode string, lim *core.Limits, field string) (*policy, error) {
-	p := &policy{name: name}
+func newPolicy(name string, rule counting.Rule, rules []counting.Rule, mode string, lim *core.Limits, field string) (*Policy, error) {
+	p := &Policy{name: name}
 	switch mode {
 	case "", counting.Enforce:
 	case counting.Shadow:
@@ -92,13 +96,13 @@ func newPolicy(name string, rule counting.Rule, rules []counting.Rule, mode stri
 		}
 		p.specs[i] = s
 	}
-	it := p.item("k", 1)
+	it := p.Item("k", 1)
 	if err := lim.Check(&it, true, field); err != nil {
 		return nil, err
 	}
 	names := make([]string, len(p.specs))
 	for i, s := range p.specs {
-		names[i] = fmt.Sprintf("%s;q=%d;w=%d", strconv.Quote(p.limitName(i)), s.Limit, ceilDiv(s.PeriodMs, 1000))
+		names[i] = fmt.Sprintf("%s;q=%d;w=%d", strconv.Quote(p.limitName(i)), s.Limit, CeilDiv(s.PeriodMs, 1000))
 	}
 	p.header = strings.Join(names, ", ")
 	return p, nil
@@ -119,16 +123,25 @@ func specOf(r counting.Rule, field string) (counting.Spec, error) {
 	return counting.Spec{Kind: r.Algorithm, Limit: r.Limit, PeriodMs: d.Milliseconds(), Burst: r.Burst, Capacity: r.Capacity, Acquire: r.Acquire}, nil
 }
 
+// Name is the policy's name ("inline" for a rule given with a check).
+func (p *Policy) Name() string { return p.name }
+
+// Header is the RateLimit-Policy field value.
+func (p *Policy) Header() string { return p.header }
+
+// Limits is how many limits the policy holds.
+func (p *Policy) Limits() int { return len(p.specs) }
+
 // limitName is the name of the policy's i-th limit in RateLimit fields.
-func (p *policy) limitName(i int) string {
+func (p *Policy) limitName(i int) string {
 	if len(p.specs) == 1 {
 		return p.name
 	}
 	return p.name + "." + strconv.Itoa(i)
 }
 
-// item is the counting item of a check of cost on key.
-func (p *policy) item(key string, cost int64) counting.Item {
+// Item is the counting item of a check of cost on key.
+func (p *Policy) Item(key string, cost int64) counting.Item {
 	it := counting.Item{Scope: counting.Scope{Policy: p.name}, Subject: counting.Subject{ID: key}, Spec: p.specs[0], Hits: cost}
 	it.Spec.Shadow = p.shadow
 	if len(p.specs) > 1 {
@@ -137,29 +150,30 @@ func (p *policy) item(key string, cost int64) counting.Item {
 	return it
 }
 
-// rateLimit is the RateLimit field value of an answer.
-func (p *policy) rateLimit(a *counting.LimitAnswer) string {
+// RateLimit is the RateLimit field value of an answer.
+func (p *Policy) RateLimit(a *counting.LimitAnswer) string {
 	ds := a.Limits
 	if len(ds) == 0 {
 		ds = []counting.Decision{{Remaining: a.Remaining, ResetAfterMs: a.ResetAfterMs}}
 	}
 	parts := make([]string, len(ds))
 	for i, d := range ds {
-		parts[i] = fmt.Sprintf("%s;r=%d;t=%d", strconv.Quote(p.limitName(i)), d.Remaining, ceilDiv(d.ResetAfterMs, 1000))
+		parts[i] = fmt.Sprintf("%s;r=%d;t=%d", strconv.Quote(p.limitName(i)), d.Remaining, CeilDiv(d.ResetAfterMs, 1000))
 	}
 	return strings.Join(parts, ", ")
 }
 
-func ceilDiv(a, b int64) int64 {
+// CeilDiv is a/b rounded up, 0 for a <= 0.
+func CeilDiv(a, b int64) int64 {
 	if a <= 0 {
 		return 0
 	}
 	return (a + b - 1) / b
 }
 
-// resolve turns a check into its policy and item, refusing bad input with
+// Resolve turns a check into its policy and item, refusing bad input with
 // the field named under field.
-func resolve(named map[string]*policy, lim *core.Limits, req *counting.LimitRequest, field string) (*policy, counting.Item, error) {
+func Resolve(named map[string]*Policy, lim *core.Limits, req *counting.LimitRequest, field string) (*Policy, counting.Item, error) {
 	cost := int64(1)
 	if req.Cost != nil {
 		cost = *req.Cost
@@ -170,7 +184,7 @@ func resolve(named map[string]*policy, lim *core.Limits, req *counting.LimitRequ
 	if !ids.ValidKey(req.Key) {
 		return nil, counting.Item{}, apierr.Invalid("%skey must be %s", field, ids.KeyRule)
 	}
-	var p *policy
+	var p *Policy
 	if req.Policy != "" {
 		if req.Rule != (counting.Rule{}) || len(req.Limits) > 0 {
 			return nil, counting.Item{}, apierr.Invalid("%spolicy: give a policy or an inline rule, not both", field)
@@ -184,7 +198,7 @@ func resolve(named map[string]*policy, lim *core.Limits, req *counting.LimitRequ
 			return nil, counting.Item{}, err
 		}
 	}
-	it := p.item(req.Key, cost)
+	it := p.Item(req.Key, cost)
 	switch req.Mode {
 	case "":
 	case counting.Enforce:
