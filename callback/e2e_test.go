@@ -94,13 +94,17 @@ func startStackOn(t *testing.T, srv *redistest.Server, callbackEnv ...string) *s
 // startStackWith is startStackOn with settings of the counter too.
 func startStackWith(t *testing.T, srv *redistest.Server, counterEnv, callbackEnv []string) *stack {
 	t.Helper()
-	s := &stack{t: t, redis: srv}
-	s.rc = newRedisClient(t, s.redis)
-	s.counterAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s := newStack(t, srv)
 	s.startCounter(counterEnv...)
-	s.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-	s.admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	s.callback = s.startCallback(callbackEnv...)
+	return s
+}
+
+// newStack is a stack on srv with its addresses, nothing started yet.
+func newStack(t *testing.T, srv *redistest.Server) *stack {
+	t.Helper()
+	s := &stack{t: t, redis: srv, counterAddr: proctest.FreeAddr(t), public: proctest.FreeAddr(t), admin: proctest.FreeAddr(t)}
+	s.rc = newRedisClient(t, s.redis)
 	return s
 }
 
@@ -108,14 +112,13 @@ func (s *stack) startCounter(env ...string) {
 	s.t.Helper()
 	s.counterOps = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(s.t))
 	s.counter = proctest.Start(s.t, filepath.Join(bins, "counter"), "http://"+s.counterAddr+"/healthz",
-		append([]string{"COUNTER_ADDR=" + s.counterAddr, "COUNTER_OPS_ADDR=" + s.counterOps, "REDIS_URL=" + s.url(), "LOG_FORMAT=json", "COUNTER_WRITE_TIMEOUT=500ms", "COUNTER_READ_TIMEOUT=2s"}, env...)...)
+		proctest.CounterEnv(s.counterAddr, s.counterOps, s.url(), append([]string{"COUNTER_WRITE_TIMEOUT=500ms", "COUNTER_READ_TIMEOUT=2s"}, env...)...)...)
 }
 
 func (s *stack) startCallback(env ...string) *proctest.Proc {
 	s.t.Helper()
 	return proctest.Start(s.t, filepath.Join(bins, "callback"), "http://"+s.admin+"/healthz",
-		append([]string{"CALLBACK_ADDR=" + s.public, "CALLBACK_ADMIN_ADDR=" + s.admin, "COUNTER_URL=http://" + s.counterAddr,
-			"REDIS_URL=" + s.url(), "LOG_FORMAT=json", "CALLBACK_RETRY_MAX=200ms"}, env...)...)
+		proctest.CallbackEnv(s.public, s.admin, "http://"+s.counterAddr, s.url(), append([]string{"CALLBACK_RETRY_MAX=200ms"}, env...)...)...)
 }
 
 func (s *stack) do(method, url, body string) (int, http.Header, string) {
@@ -751,12 +754,8 @@ func TestPublicPortBoundsWhatItAccepts(t *testing.T) {
 // for its device (its region left out, in a metric), and only the notice
 // left with no dimension the counter counts is dropped.
 func TestARefusedNoticeIsDroppedAlone(t *testing.T) {
-	s := &stack{t: t, redis: redistest.Start(t)}
-	s.rc = newRedisClient(t, s.redis)
-	s.counterAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s := newStack(t, redistest.Start(t))
 	s.startCounter("COUNTER_DIMENSIONS=device,region", "COUNTER_CACHED_DIMENSIONS=region")
-	s.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-	s.admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	s.callback = s.startCallback("CALLBACK_BATCH_WAIT=200ms", "CALLBACK_WORKERS=1", "CALLBACK_SCHEMA_REFRESH=1h")
 	s.counter.Kill()
 	s.startCounter()
@@ -782,12 +781,8 @@ func TestARefusedNoticeIsDroppedAlone(t *testing.T) {
 // in the journal, sends it again, halves batches over the limit, and
 // counts every one once the counter takes them.
 func TestARefusedRequestDropsNothing(t *testing.T) {
-	s := &stack{t: t, redis: redistest.Start(t)}
-	s.rc = newRedisClient(t, s.redis)
-	s.counterAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s := newStack(t, redistest.Start(t))
 	s.startCounter("COUNTER_AUTH_TOKENS=old-token-0123456789")
-	s.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-	s.admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	s.callback = s.startCallback("COUNTER_TOKEN=old-token-0123456789", "CALLBACK_BATCH_WAIT=20ms", "CALLBACK_SCHEMA_REFRESH=1h")
 	pub := "http://" + s.public
 	// A counter with a new token: 401 for every request.
@@ -822,11 +817,7 @@ func TestARefusedRequestDropsNothing(t *testing.T) {
 // callback; a notice is checked against the counter's, including when
 // callback starts before the counter has ever answered.
 func TestCallbackTakesDimensionsFromTheCounter(t *testing.T) {
-	s := &stack{t: t, redis: redistest.Start(t)}
-	s.rc = newRedisClient(t, s.redis)
-	s.counterAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-	s.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-	s.admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s := newStack(t, redistest.Start(t))
 	s.callback = s.startCallback("CALLBACK_SCHEMA_REFRESH=200ms")
 	pub := "http://" + s.public
 	// The counter has not answered yet: kept as they came, checked later.
@@ -861,11 +852,8 @@ func TestCallbackTakesDimensionsFromTheCounter(t *testing.T) {
 // A retry after the counter forgot the eid would count twice: callback
 // refuses CALLBACK_RETRY_FOR longer than half the counter's dedupe window.
 func TestRetryForMustFitTheCounterDedupeWindow(t *testing.T) {
-	s := &stack{t: t, redis: redistest.Start(t)}
-	s.counterAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s := newStack(t, redistest.Start(t))
 	s.startCounter("COUNTER_DEDUPE_TTL=2m")
-	s.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-	s.admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -1148,12 +1136,8 @@ func TestSignedNoticesCountTheirEventOnce(t *testing.T) {
 // takes its own tokens while health and metrics stay open on it.
 func TestServicesAuthenticate(t *testing.T) {
 	const counterToken, adminToken = "counter-token-0123456789", "admin-token-0123456789"
-	s := &stack{t: t, redis: redistest.Start(t)}
-	s.rc = newRedisClient(t, s.redis)
-	s.counterAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	s := newStack(t, redistest.Start(t))
 	s.startCounter("COUNTER_AUTH_TOKENS=" + counterToken)
-	s.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-	s.admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	s.callback = s.startCallback("COUNTER_TOKEN="+counterToken, "CALLBACK_ADMIN_TOKENS="+adminToken)
 	admin := "http://" + s.admin
 	withToken := func(method, url, token, body string) int {

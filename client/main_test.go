@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,28 +65,27 @@ func run(m *testing.M) (int, error) {
 	if err := os.WriteFile(policies, []byte(testPolicies), 0o600); err != nil {
 		return 0, err
 	}
-	addr, ops, public, admin := freeAddr(), freeAddr(), freeAddr(), freeAddr()
+	var addrs [4]string
+	for i := range addrs {
+		port, err := redistest.Port()
+		if err != nil {
+			return 0, err
+		}
+		addrs[i] = "127.0.0.1:" + strconv.Itoa(port)
+	}
+	addr, ops, public, admin := addrs[0], addrs[1], addrs[2], addrs[3]
 	counter, err := proctest.Launch(filepath.Join(bins, "counter"), "http://"+addr+"/healthz",
-		"COUNTER_ADDR="+addr, "COUNTER_OPS_ADDR="+ops, "COUNTER_AUTH_TOKENS="+testToken, "REDIS_URL="+redis.URL(), "LOG_FORMAT=json", "COUNTER_READ_TIMEOUT=1s", "COUNTER_LIMITS_FILE="+policies)
+		proctest.CounterEnv(addr, ops, redis.URL(), "COUNTER_AUTH_TOKENS="+testToken, "COUNTER_READ_TIMEOUT=1s", "COUNTER_LIMITS_FILE="+policies)...)
 	if err != nil {
 		return 0, err
 	}
 	defer counter.Kill()
 	callback, err := proctest.Launch(filepath.Join(bins, "callback"), "http://"+admin+"/healthz",
-		"CALLBACK_ADDR="+public, "CALLBACK_ADMIN_ADDR="+admin, "COUNTER_URL=http://"+addr, "COUNTER_TOKEN="+testToken, "REDIS_URL="+redis.URL(), "LOG_FORMAT=json")
+		proctest.CallbackEnv(public, admin, "http://"+addr, redis.URL(), "COUNTER_TOKEN="+testToken)...)
 	if err != nil {
 		return 0, err
 	}
 	defer callback.Kill()
 	counterURL, counterOpsURL, callbackURL, redisURL = "http://"+addr, "http://"+ops, "http://"+public, redis.URL()
 	return m.Run(), nil
-}
-
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }

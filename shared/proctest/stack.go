@@ -1,8 +1,8 @@
 package proctest
 
 import (
-	"net"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/freqcap/freqcap/shared/redistest"
@@ -25,21 +25,31 @@ func StartStack(t testing.TB, counterEnv, callbackEnv []string) *Stack {
 		t.Fatal(err)
 	}
 	redis := redistest.Start(t)
-	addr, ops, public, admin := freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
+	addr, ops, public, admin := FreeAddr(t), FreeAddr(t), FreeAddr(t), FreeAddr(t)
 	s := &Stack{CounterURL: "http://" + addr, CallbackURL: "http://" + public, AdminURL: "http://" + admin, RedisURL: redis.URL()}
-	s.Counter = Start(t, filepath.Join(bins, "counter"), s.CounterURL+"/healthz",
-		append([]string{"COUNTER_ADDR=" + addr, "COUNTER_OPS_ADDR=" + ops, "REDIS_URL=" + redis.URL(), "LOG_FORMAT=json"}, counterEnv...)...)
-	s.Callback = Start(t, filepath.Join(bins, "callback"), s.AdminURL+"/healthz",
-		append([]string{"CALLBACK_ADDR=" + public, "CALLBACK_ADMIN_ADDR=" + admin, "COUNTER_URL=" + s.CounterURL, "REDIS_URL=" + redis.URL(), "LOG_FORMAT=json"}, callbackEnv...)...)
+	s.Counter = Start(t, filepath.Join(bins, "counter"), s.CounterURL+"/healthz", CounterEnv(addr, ops, redis.URL(), counterEnv...)...)
+	s.Callback = Start(t, filepath.Join(bins, "callback"), s.AdminURL+"/healthz", CallbackEnv(public, admin, s.CounterURL, redis.URL(), callbackEnv...)...)
 	return s
 }
 
-func freeAddr(t testing.TB) string {
+// CounterEnv is the environment of a counter listening on addr (its ops
+// listener on ops) over the Redis at redisURL, logging JSON, with env
+// after it (a later variable wins).
+func CounterEnv(addr, ops, redisURL string, env ...string) []string {
+	return append([]string{"COUNTER_ADDR=" + addr, "COUNTER_OPS_ADDR=" + ops, "REDIS_URL=" + redisURL, "LOG_FORMAT=json"}, env...)
+}
+
+// CallbackEnv is the environment of a callback listening on public and
+// admin, sending to the counter at counterURL, over the Redis at
+// redisURL, logging JSON, with env after it.
+func CallbackEnv(public, admin, counterURL, redisURL string, env ...string) []string {
+	return append([]string{"CALLBACK_ADDR=" + public, "CALLBACK_ADMIN_ADDR=" + admin, "COUNTER_URL=" + counterURL,
+		"REDIS_URL=" + redisURL, "LOG_FORMAT=json"}, env...)
+}
+
+// FreeAddr is a loopback address free at the moment (a port below the
+// ephemeral range, reserved across test binaries: redistest.FreePort).
+func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 }

@@ -290,6 +290,9 @@ func (s *Server) Restart() {
 	}
 }
 
+// Port is FreePort outside any one test (for TestMain).
+func Port() (int, error) { return freePort() }
+
 // FreePort returns a loopback TCP port reserved for this test binary (see
 // freePort).
 func FreePort(t testing.TB) int {
