@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/freqcap/freqcap/campaign"
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/ids"
@@ -25,6 +26,21 @@ type Campaign struct {
 	// PaceWindowSec > 0 makes every notice also recorded, by event id, in
 	// the exact sliding window the bidder reads for pacing caps.
 	PaceWindowSec int `json:"paceWindowSec,omitempty"`
+	// Caps are the campaign's declared caps: the notices of each event are
+	// counted in what its caps need (the largest hour window, the exact
+	// window), on top of WinLimitHours and PaceWindowSec.
+	Caps []campaign.Cap `json:"caps,omitempty"`
+}
+
+// need is what a notice of event must be counted in: WinLimitHours and
+// PaceWindowSec for every event, and what the caps of that event need.
+func (camp Campaign) need(event string) campaign.Need {
+	n := campaign.Needs(camp.Caps)[event]
+	n.Hours = max(n.Hours, camp.WinLimitHours)
+	if n.PaceSec == 0 {
+		n.PaceSec = camp.PaceWindowSec
+	}
+	return n
 }
 
 // Campaigns reads and writes campaigns in Redis, as the hash
@@ -64,6 +80,11 @@ func (c *Campaigns) parse(cid string, r rueidis.RedisResult) (Campaign, bool, er
 		return Campaign{}, false, nil
 	}
 	var camp Campaign
+	if v, ok := m["caps"]; ok {
+		if err := json.Unmarshal([]byte(v), &camp.Caps); err != nil {
+			return Campaign{}, true, fmt.Errorf("campaign %s: caps %q are not a JSON list of caps: %v", cid, v, err)
+		}
+	}
 	for field, dst := range map[string]*int{"winLimitHours": &camp.WinLimitHours, "paceWindowSec": &camp.PaceWindowSec} {
 		v, ok := m[field]
 		if !ok {
@@ -97,7 +118,22 @@ func (c *Campaigns) Validate(cid string, camp Campaign) error {
 	if camp.PaceWindowSec < 0 || camp.PaceWindowSec > maxPace {
 		return apierr.Invalid("paceWindowSec must be between 0 and %d (the counter's COUNTER_MAX_PACE_WINDOW_SEC)", maxPace)
 	}
-	return nil
+	b := campaign.CapBounds{MaxHours: maxWindow, MaxSliding: maxPace}
+	if c.schema != nil {
+		if sch := c.schema(); sch != nil {
+			b.Events = sch.Events
+		}
+	}
+	return campaign.CheckCaps(camp.Caps, b, camp.PaceWindowSec)
+}
+
+// fields are the campaign's hash fields and values.
+func (camp Campaign) fields() []string {
+	caps, _ := json.Marshal(camp.Caps)
+	if camp.Caps == nil {
+		caps = []byte("[]")
+	}
+	return []string{"winLimitHours", strconv.Itoa(camp.WinLimitHours), "paceWindowSec", strconv.Itoa(camp.PaceWindowSec), "caps", string(caps)}
 }
 
 // Put stores a campaign.
@@ -105,9 +141,12 @@ func (c *Campaigns) Put(ctx context.Context, cid string, camp Campaign) error {
 	if err := c.Validate(cid, camp); err != nil {
 		return err
 	}
-	if err := c.rdb.Do(ctx, c.rdb.B().Hset().Key(campaignKey(cid)).FieldValue().
-		FieldValue("winLimitHours", strconv.Itoa(camp.WinLimitHours)).
-		FieldValue("paceWindowSec", strconv.Itoa(camp.PaceWindowSec)).Build()).Error(); err != nil {
+	f := camp.fields()
+	fv := c.rdb.B().Hset().Key(campaignKey(cid)).FieldValue()
+	for i := 0; i < len(f); i += 2 {
+		fv = fv.FieldValue(f[i], f[i+1])
+	}
+	if err := c.rdb.Do(ctx, fv.Build()).Error(); err != nil {
 		return err
 	}
 	return c.index(ctx, cid)
@@ -175,9 +214,10 @@ type campaignFileEntry struct {
 }
 
 // seedScript stores a campaign unless it exists: KEYS[1] campaign key,
-// ARGV winLimitHours, paceWindowSec; returns 1 when it stored it.
-var seedScript = rueidis.NewLuaScript(`if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'winLimitHours', ARGV[1], 'paceWindowSec', ARGV[2])
+// ARGV its field value pairs; returns 1 when it stored it.
+var seedScript = rueidis.NewLuaScript(`#!lua
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1`)
 
 // LoadFile seeds the campaigns of a JSON file [{"cid":"42","winLimitHours":3},
@@ -211,8 +251,7 @@ func (c *Campaigns) LoadFile(ctx context.Context, path string) (stored, kept int
 		seen[e.CID] = true
 	}
 	for _, e := range entries {
-		n, err := seedScript.Exec(ctx, c.rdb, []string{campaignKey(e.CID)},
-			[]string{strconv.Itoa(e.WinLimitHours), strconv.Itoa(e.PaceWindowSec)}).AsInt64()
+		n, err := seedScript.Exec(ctx, c.rdb, []string{campaignKey(e.CID)}, e.Campaign.fields()).AsInt64()
 		if err != nil {
 			return stored, kept, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE: store campaign %s: %w", e.CID, err)
 		}

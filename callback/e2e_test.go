@@ -891,6 +891,55 @@ func TestAdminReadsItsOwnWrites(t *testing.T) {
 	}
 }
 
+// A campaign's declared caps decide what its notices are counted in: the
+// hour window and the exact window each event's caps need, with no
+// winLimitHours kept in step by hand. Bad caps are refused whole, naming
+// the field, and change nothing.
+func TestDeclaredCapsDecideWhatIsCounted(t *testing.T) {
+	s := startStack(t)
+	url := "http://" + s.admin + "/v1/campaigns/dc"
+	caps := `{"winLimitHours":0,"caps":[
+		{"level":"campaign","event":"win","window":{"unit":"day","n":1},"limit":3},
+		{"level":"campaign","event":"imp","window":{"unit":"hours","n":5},"limit":10},
+		{"level":"campaign","event":"imp","window":{"unit":"minutes","n":10,"minGapSec":60},"limit":2}]}`
+	if code, _, body := s.do("PUT", url, caps); code != 200 || !strings.Contains(body, `"unit":"minutes"`) {
+		t.Fatalf("PUT caps: %d %s", code, body)
+	}
+	if code, _, body := s.do("GET", url, ""); code != 200 || !strings.Contains(body, `"minGapSec":60`) {
+		t.Fatalf("GET after PUT: %d %s", code, body)
+	}
+	pub := "http://" + s.public
+	for _, u := range []string{"/win?cid=dc&device=d&eid=dc-1", "/imp?cid=dc&device=d&eid=dc-1"} {
+		if code, _, body := s.do("GET", pub+u, ""); code >= 300 {
+			t.Fatalf("GET %s: %d %s", u, code, body)
+		}
+	}
+	s.waitKey("freq:{imp:device:dc:d}", 1, 10*time.Second)
+	s.waitKey("freq:{win:device:dc:d}", 1, 10*time.Second)
+	s.waitSettled(10 * time.Second)
+	// imp is counted in its hour buckets and its 600 s exact window; win,
+	// whose only cap is the day, in neither.
+	for key, want := range map[string]bool{"hfreq:{imp:device:dc:d}": true, "sfreq:{imp:device:dc:d}:600": true,
+		"hfreq:{win:device:dc:d}": false, "sfreq:{win:device:dc:d}:600": false} {
+		if got := s.exists(key); got != want {
+			t.Errorf("%s exists %v, want %v", key, got, want)
+		}
+	}
+	for body, want := range map[string]string{
+		`{"caps":[{"window":{"unit":"hours","n":500},"limit":1}]}`:                                                       "caps[0].window.n must be between 1 and 168",
+		`{"caps":[{"level":"advertiser","window":{"unit":"day","n":1},"limit":1}]}`:                                      "caps[0].level",
+		`{"caps":[{"window":{"unit":"day","n":1},"limit":1},{"event":"click","window":{"unit":"day","n":1},"limit":1}]}`: "caps[1].event",
+		`{"caps":[{"window":{"unit":"fortnight","n":1},"limit":1}]}`:                                                     "caps[0].window.unit",
+	} {
+		if code, _, got := s.do("PUT", url, body); code != 400 || !strings.Contains(got, want) {
+			t.Errorf("PUT %s: %d %s, want 400 naming %s", body, code, got, want)
+		}
+	}
+	if _, _, body := s.do("GET", url, ""); !strings.Contains(body, `"minGapSec":60`) {
+		t.Errorf("refused PUTs changed the campaign: %s", body)
+	}
+}
+
 // The admin API decodes strictly: a body that is not declared JSON, with
 // something after the object, a member in another case or given twice is
 // a 400 naming it, and the campaign stays as it was. A notice whose id is

@@ -568,13 +568,13 @@ func (f *Forwarder) items(sch *counting.Schema, batch []entry) []counting.BatchI
 	for i, e := range batch {
 		n := e.n
 		it := counting.BatchItem{CID: n.cid, Event: n.event, Dims: n.dims, EID: n.eid}
-		camp := f.campaign(n)
+		need := f.campaign(n).need(n.event)
 		// A campaign stored beyond the counter's limits (while the counter
 		// was away) is served at them.
-		if h := min(camp.WinLimitHours, sch.MaxWindowHours); h > 0 {
+		if h := min(need.Hours, sch.MaxWindowHours); h > 0 {
 			it.WindowHours = []int{h}
 		}
-		it.PaceWindowSec = min(camp.PaceWindowSec, sch.MaxPaceWindowSec)
+		it.PaceWindowSec = min(need.PaceSec, sch.MaxPaceWindowSec)
 		items[i] = it
 	}
 	return items

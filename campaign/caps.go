@@ -1,0 +1,161 @@
+package campaign
+
+import (
+	"slices"
+
+	"github.com/freqcap/freqcap/shared/apierr"
+)
+
+// Cap is one frequency cap a campaign declares: at most Limit events of
+// one kind for one identity within a window, at one level of the
+// campaign's hierarchy. Declared caps decide what callback counts for the
+// campaign's notices (the windows and their retention); a bidder states
+// the caps it decides on in client.Decide.
+type Cap struct {
+	// Level is whose events count: the campaign's own (advertiser, io
+	// and creative levels are not counted yet).
+	Level string `json:"level"`
+	// Event is the counted event, one the counter counts (COUNTER_EVENTS).
+	Event  string `json:"event"`
+	Window Window `json:"window"`
+	Limit  int64  `json:"limit"`
+}
+
+// Window is a cap's window: the natural day (unit day, n 1), the last n
+// hours (unit hours, hour buckets), or an exact sliding window of n
+// minutes or seconds (units minutes, seconds) with an optional minimum
+// gap between two events.
+type Window struct {
+	Unit      string `json:"unit"`
+	N         int    `json:"n"`
+	MinGapSec int    `json:"minGapSec,omitempty"`
+}
+
+// The levels and window units of caps.
+const (
+	LevelCampaign = "campaign"
+
+	UnitDay     = "day"
+	UnitHours   = "hours"
+	UnitMinutes = "minutes"
+	UnitSeconds = "seconds"
+)
+
+// MaxCaps bounds the caps of one campaign.
+const MaxCaps = 32
+
+// CapBounds are what the counter can keep: its events, the hours an hour
+// hash keeps (COUNTER_MAX_WINDOW_HOURS) and the longest exact window
+// (COUNTER_MAX_PACE_WINDOW_SEC). A cap beyond them is refused when it is
+// declared, never shortened later.
+type CapBounds struct {
+	Events     []string
+	MaxHours   int
+	MaxSliding int
+}
+
+// seconds is an exact window's length in seconds (0 for other units).
+func (w Window) seconds() int {
+	switch w.Unit {
+	case UnitMinutes:
+		return w.N * 60
+	case UnitSeconds:
+		return w.N
+	}
+	return 0
+}
+
+// CheckCaps validates a campaign's caps whole, naming the field at fault
+// (caps[2].window.n): each within the bounds, and, since one exact window
+// is recorded per campaign and event, one exact window length per event,
+// which must also be paceWindowSec's when that is set.
+func CheckCaps(caps []Cap, b CapBounds, paceWindowSec int) error {
+	if len(caps) > MaxCaps {
+		return apierr.Invalid("caps: at most %d", MaxCaps)
+	}
+	exact := map[string]int{}
+	for i := range caps {
+		c := &caps[i]
+		if err := c.check(b, i); err != nil {
+			return err
+		}
+		s := c.Window.seconds()
+		if s == 0 {
+			continue
+		}
+		if prev, ok := exact[c.Event]; ok && prev != s {
+			return apierr.Invalid("caps[%d].window: an exact window of %d s for %s, where another cap has one of %d s: one exact window per event", i, s, c.Event, prev)
+		}
+		if paceWindowSec > 0 && s != paceWindowSec {
+			return apierr.Invalid("caps[%d].window: an exact window of %d s, where paceWindowSec is %d: one exact window per event", i, s, paceWindowSec)
+		}
+		exact[c.Event] = s
+	}
+	return nil
+}
+
+// check validates one cap; the event defaults to the counter's first.
+func (c *Cap) check(b CapBounds, i int) error {
+	if c.Level == "" {
+		c.Level = LevelCampaign
+	}
+	if c.Event == "" && len(b.Events) > 0 {
+		c.Event = b.Events[0]
+	}
+	w := c.Window
+	switch {
+	case c.Level != LevelCampaign:
+		return apierr.Invalid("caps[%d].level must be %q: advertiser, io and creative levels are not counted yet", i, LevelCampaign)
+	case len(b.Events) > 0 && !slices.Contains(b.Events, c.Event):
+		return apierr.Invalid("caps[%d].event must be one of %v", i, b.Events)
+	case c.Limit < 1 || c.Limit > 1_000_000:
+		return apierr.Invalid("caps[%d].limit must be between 1 and 1000000", i)
+	case w.MinGapSec < 0 || w.MinGapSec > 0 && w.seconds() == 0:
+		return apierr.Invalid("caps[%d].window.minGapSec is for exact windows (minutes, seconds), 0 or more", i)
+	}
+	switch w.Unit {
+	case UnitDay:
+		if w.N != 1 {
+			return apierr.Invalid("caps[%d].window.n must be 1 for a day (today)", i)
+		}
+	case UnitHours:
+		if w.N < 1 || w.N > b.MaxHours {
+			return apierr.Invalid("caps[%d].window.n must be between 1 and %d hours (the counter's COUNTER_MAX_WINDOW_HOURS)", i, b.MaxHours)
+		}
+	case UnitMinutes, UnitSeconds:
+		if s := w.seconds(); w.N < 1 || s > b.MaxSliding {
+			return apierr.Invalid("caps[%d].window.n must make 1 to %d seconds (the counter's COUNTER_MAX_PACE_WINDOW_SEC)", i, b.MaxSliding)
+		}
+		if w.MinGapSec > w.seconds() {
+			return apierr.Invalid("caps[%d].window.minGapSec must be at most the window (%d s)", i, w.seconds())
+		}
+	default:
+		return apierr.Invalid("caps[%d].window.unit must be one of day, hours, minutes, seconds (week, month and lifetime are not counted yet)", i)
+	}
+	return nil
+}
+
+// Need is what the notices of one event must be counted in for a
+// campaign's caps: the hours to keep summable (0: none) and the exact
+// window, in seconds (0: none).
+type Need struct {
+	Hours   int
+	PaceSec int
+}
+
+// Needs are, by event, what a campaign's caps need counted: the largest
+// hour window and the exact window of each event.
+func Needs(caps []Cap) map[string]Need {
+	out := map[string]Need{}
+	for _, c := range caps {
+		n := out[c.Event]
+		switch c.Window.Unit {
+		case UnitHours:
+			n.Hours = max(n.Hours, c.Window.N)
+		case UnitMinutes, UnitSeconds:
+			n.PaceSec = c.Window.seconds()
+		}
+		out[c.Event] = n
+	}
+	return out
+}

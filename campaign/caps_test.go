@@ -1,0 +1,54 @@
+package campaign
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckCapsNamesTheField(t *testing.T) {
+	b := CapBounds{Events: []string{"win", "billing", "imp"}, MaxHours: 168, MaxSliding: 3600}
+	day := Window{Unit: UnitDay, N: 1}
+	for name, tt := range map[string]struct {
+		caps []Cap
+		pace int
+		want string // "" is valid
+	}{
+		"day, hours and an exact window": {caps: []Cap{{Event: "win", Window: day, Limit: 3}, {Event: "win", Window: Window{Unit: UnitHours, N: 2}, Limit: 1},
+			{Event: "imp", Window: Window{Unit: UnitMinutes, N: 10, MinGapSec: 60}, Limit: 2}}},
+		"defaults: campaign level, the first event": {caps: []Cap{{Window: day, Limit: 1}}},
+		"an advertiser level":                       {caps: []Cap{{Level: "advertiser", Window: day, Limit: 1}}, want: "caps[0].level"},
+		"an unknown event":                          {caps: []Cap{{Window: day, Limit: 1}, {Event: "click", Window: day, Limit: 1}}, want: "caps[1].event"},
+		"a limit of 0":                              {caps: []Cap{{Window: day, Limit: 0}}, want: "caps[0].limit"},
+		"two days":                                  {caps: []Cap{{Window: Window{Unit: UnitDay, N: 2}, Limit: 1}}, want: "caps[0].window.n"},
+		"more hours than kept":                      {caps: []Cap{{Window: Window{Unit: UnitHours, N: 169}, Limit: 1}}, want: "caps[0].window.n must be between 1 and 168"},
+		"an exact window too long":                  {caps: []Cap{{Window: Window{Unit: UnitMinutes, N: 61}, Limit: 1}}, want: "caps[0].window.n"},
+		"a gap on hours":                            {caps: []Cap{{Window: Window{Unit: UnitHours, N: 1, MinGapSec: 5}, Limit: 1}}, want: "caps[0].window.minGapSec"},
+		"a gap longer than its window":              {caps: []Cap{{Window: Window{Unit: UnitSeconds, N: 60, MinGapSec: 61}, Limit: 1}}, want: "caps[0].window.minGapSec"},
+		"a week":                                    {caps: []Cap{{Window: Window{Unit: "week", N: 1}, Limit: 1}}, want: "caps[0].window.unit"},
+		"two exact windows of one event": {caps: []Cap{{Window: Window{Unit: UnitMinutes, N: 10}, Limit: 1}, {Window: Window{Unit: UnitSeconds, N: 60}, Limit: 1}},
+			want: "caps[1].window: an exact window of 60 s"},
+		"an exact window other than paceWindowSec": {caps: []Cap{{Window: Window{Unit: UnitMinutes, N: 10}, Limit: 1}}, pace: 300, want: "paceWindowSec is 300"},
+		"the exact window of paceWindowSec":        {caps: []Cap{{Window: Window{Unit: UnitMinutes, N: 5}, Limit: 1}}, pace: 300},
+	} {
+		err := CheckCaps(tt.caps, b, tt.pace)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: %v, want an error naming %q", name, err, tt.want)
+		}
+	}
+}
+
+func TestNeedsAreTheLargestWindowsByEvent(t *testing.T) {
+	caps := []Cap{
+		{Event: "win", Window: Window{Unit: UnitHours, N: 2}, Limit: 1},
+		{Event: "win", Window: Window{Unit: UnitHours, N: 24}, Limit: 5},
+		{Event: "win", Window: Window{Unit: UnitDay, N: 1}, Limit: 9},
+		{Event: "imp", Window: Window{Unit: UnitMinutes, N: 10}, Limit: 1},
+	}
+	got := Needs(caps)
+	if got["win"] != (Need{Hours: 24}) || got["imp"] != (Need{PaceSec: 600}) || len(got) != 2 {
+		t.Errorf("Needs = %v", got)
+	}
+}
