@@ -139,8 +139,8 @@ func handleCampaignList(log *slog.Logger, c *Campaigns) http.Handler {
 // handleCampaignCounts is GET /v1/campaigns/{cid}/counts?device=X[&bundle=Y]:
 // what an operator asks about one device (or bundle, tagid) in one
 // campaign: the campaign's settings and, for every event the counter
-// counts, the day, the campaign's hour window and its pace window as the
-// counter has them. One counter read; nothing is scanned.
+// counts, the day, the hour window and the exact window the campaign
+// counts that event in, as the counter has them. One counter read; nothing is scanned.
 func handleCampaignCounts(log *slog.Logger, c *Campaigns, schema *Schema, counter *url.URL, token string) http.Handler {
 	client := &http.Client{Timeout: 2 * time.Second, Transport: auth.Transport(token, nil)}
 	batchURL := counter.JoinPath("/v1/freq/batch").String()
@@ -182,14 +182,7 @@ func handleCampaignCounts(log *slog.Logger, c *Campaigns, schema *Schema, counte
 			httpjson.Error(w, r, log, apierr.Invalid("at least one dimension is required (%s)", strings.Join(sch.Dimensions, ", ")))
 			return
 		}
-		req := counting.BatchRequest{}
-		for _, ev := range sch.Events {
-			it := counting.BatchItem{CID: cid, Event: ev, Dims: dims, PaceWindowSec: camp.PaceWindowSec}
-			if camp.WinLimitHours > 0 {
-				it.WindowHours = []int{min(camp.WinLimitHours, sch.MaxWindowHours)}
-			}
-			req.Items = append(req.Items, it)
-		}
+		req := countsRequest(cid, camp, sch, dims)
 		var res counting.BatchResponse
 		if code, err := postJSON(r.Context(), client, batchURL, req, &res); err != nil {
 			httpjson.Error(w, r, log, &apierr.Error{Code: apierr.Unavailable, Msg: "counter: " + err.Error()})
@@ -204,6 +197,22 @@ func handleCampaignCounts(log *slog.Logger, c *Campaigns, schema *Schema, counte
 		}
 		httpjson.Write(w, http.StatusOK, a)
 	})
+}
+
+// countsRequest reads, for every event, what the campaign counts its
+// notices in: the day, the hour window and the exact window its
+// winLimitHours, paceWindowSec and declared caps need.
+func countsRequest(cid string, camp Campaign, sch *counting.Schema, dims map[string]string) counting.BatchRequest {
+	req := counting.BatchRequest{}
+	for _, ev := range sch.Events {
+		need := camp.need(ev)
+		it := counting.BatchItem{CID: cid, Event: ev, Dims: dims, PaceWindowSec: min(need.PaceSec, sch.MaxPaceWindowSec)}
+		if need.Hours > 0 {
+			it.WindowHours = []int{min(need.Hours, sch.MaxWindowHours)}
+		}
+		req.Items = append(req.Items, it)
+	}
+	return req
 }
 
 // postJSON posts v as JSON and decodes the answer into out.

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/freqcap/freqcap/client"
+	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/proctest"
 	"github.com/freqcap/freqcap/shared/redistest"
 	"github.com/freqcap/freqcap/shared/signing"
@@ -924,6 +925,18 @@ func TestDeclaredCapsDecideWhatIsCounted(t *testing.T) {
 		if got := s.exists(key); got != want {
 			t.Errorf("%s exists %v, want %v", key, got, want)
 		}
+	}
+	// The admin's view of the device reads the windows the caps need.
+	code, _, body := s.do("GET", url+"/counts?device=d", "")
+	var counts struct {
+		Events map[string]counting.Answer `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(body), &counts); err != nil || code != 200 {
+		t.Fatalf("counts: %d %s", code, body)
+	}
+	imp := counts.Events["imp"].Counts["device"]
+	if imp.Day != 1 || imp.Windows["5"] != 1 || imp.Pace == nil || imp.Pace.Count != 1 {
+		t.Errorf("counts of imp: %+v, want the day, the 5-hour window and the exact window at 1", imp)
 	}
 	for body, want := range map[string]string{
 		`{"caps":[{"window":{"unit":"hours","n":500},"limit":1}]}`:                                                       "caps[0].window.n must be between 1 and 168",
