@@ -205,7 +205,7 @@ func handleCampaignCounts(log *slog.Logger, c *Campaigns, schema *Schema, counte
 func countsRequest(cid string, camp Campaign, sch *counting.Schema, dims map[string]string) counting.BatchRequest {
 	req := counting.BatchRequest{}
 	for _, ev := range sch.Events {
-		need := camp.need(ev)
+		need := camp.Need(ev)
 		it := counting.BatchItem{CID: cid, Event: ev, Dims: dims, PaceWindowSec: min(need.PaceSec, sch.MaxPaceWindowSec)}
 		if need.Hours > 0 {
 			it.WindowHours = []int{min(need.Hours, sch.MaxWindowHours)}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -18,30 +17,9 @@ import (
 	"github.com/freqcap/freqcap/shared/ids"
 )
 
-// Campaign is what callback needs to know of a campaign.
-type Campaign struct {
-	// WinLimitHours is the campaign's window; > 0 makes every notice also
-	// count in the hour buckets of the last WinLimitHours hours.
-	WinLimitHours int `json:"winLimitHours"`
-	// PaceWindowSec > 0 makes every notice also recorded, by event id, in
-	// the exact sliding window the bidder reads for pacing caps.
-	PaceWindowSec int `json:"paceWindowSec,omitempty"`
-	// Caps are the campaign's declared caps: the notices of each event are
-	// counted in what its caps need (the largest hour window, the exact
-	// window), on top of WinLimitHours and PaceWindowSec.
-	Caps []campaign.Cap `json:"caps,omitempty"`
-}
-
-// need is what a notice of event must be counted in: WinLimitHours and
-// PaceWindowSec for every event, and what the caps of that event need.
-func (camp Campaign) need(event string) campaign.Need {
-	n := campaign.Needs(camp.Caps)[event]
-	n.Hours = max(n.Hours, camp.WinLimitHours)
-	if n.PaceSec == 0 {
-		n.PaceSec = camp.PaceWindowSec
-	}
-	return n
-}
+// Campaign is a campaign's declaration (package campaign): its windows
+// and caps.
+type Campaign = campaign.Declaration
 
 // Campaigns reads and writes campaigns in Redis, as the hash
 // campaign:{<cid>}. Reads go through client-side caching, so a known
@@ -53,7 +31,7 @@ type Campaigns struct {
 	schema func() *counting.Schema // the counter's limits, nil until known
 }
 
-func campaignKey(cid string) string { return "campaign:{" + cid + "}" }
+func campaignKey(cid string) string { return campaign.Key(cid) }
 
 // indexKey is a ZSet of every campaign's cid (score 0, so ordered by cid):
 // what the admin API lists, a page at a time, without scanning Redis.
@@ -79,24 +57,8 @@ func (c *Campaigns) parse(cid string, r rueidis.RedisResult) (Campaign, bool, er
 	if len(m) == 0 {
 		return Campaign{}, false, nil
 	}
-	var camp Campaign
-	if v, ok := m["caps"]; ok {
-		if err := json.Unmarshal([]byte(v), &camp.Caps); err != nil {
-			return Campaign{}, true, fmt.Errorf("campaign %s: caps %q are not a JSON list of caps: %v", cid, v, err)
-		}
-	}
-	for field, dst := range map[string]*int{"winLimitHours": &camp.WinLimitHours, "paceWindowSec": &camp.PaceWindowSec} {
-		v, ok := m[field]
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return Campaign{}, true, fmt.Errorf("campaign %s: %s %q is not a whole number", cid, field, v)
-		}
-		*dst = n
-	}
-	return camp, true, nil
+	camp, err := campaign.Parse(cid, m)
+	return camp, true, err
 }
 
 // Validate checks a campaign before it is stored: within the counter's
@@ -121,19 +83,10 @@ func (c *Campaigns) Validate(cid string, camp Campaign) error {
 	b := campaign.CapBounds{MaxHours: maxWindow, MaxSliding: maxPace}
 	if c.schema != nil {
 		if sch := c.schema(); sch != nil {
-			b.Events = sch.Events
+			b.Events, b.Dimensions = sch.Events, sch.Dimensions
 		}
 	}
 	return campaign.CheckCaps(camp.Caps, b, camp.PaceWindowSec)
-}
-
-// fields are the campaign's hash fields and values.
-func (camp Campaign) fields() []string {
-	caps, _ := json.Marshal(camp.Caps)
-	if camp.Caps == nil {
-		caps = []byte("[]")
-	}
-	return []string{"winLimitHours", strconv.Itoa(camp.WinLimitHours), "paceWindowSec", strconv.Itoa(camp.PaceWindowSec), "caps", string(caps)}
 }
 
 // Put stores a campaign.
@@ -141,7 +94,7 @@ func (c *Campaigns) Put(ctx context.Context, cid string, camp Campaign) error {
 	if err := c.Validate(cid, camp); err != nil {
 		return err
 	}
-	f := camp.fields()
+	f := camp.Fields()
 	fv := c.rdb.B().Hset().Key(campaignKey(cid)).FieldValue()
 	for i := 0; i < len(f); i += 2 {
 		fv = fv.FieldValue(f[i], f[i+1])
@@ -251,7 +204,7 @@ func (c *Campaigns) LoadFile(ctx context.Context, path string) (stored, kept int
 		seen[e.CID] = true
 	}
 	for _, e := range entries {
-		n, err := seedScript.Exec(ctx, c.rdb, []string{campaignKey(e.CID)}, e.Campaign.fields()).AsInt64()
+		n, err := seedScript.Exec(ctx, c.rdb, []string{campaignKey(e.CID)}, e.Campaign.Fields()).AsInt64()
 		if err != nil {
 			return stored, kept, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE: store campaign %s: %w", e.CID, err)
 		}

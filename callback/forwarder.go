@@ -568,7 +568,7 @@ func (f *Forwarder) items(sch *counting.Schema, batch []entry) []counting.BatchI
 	for i, e := range batch {
 		n := e.n
 		it := counting.BatchItem{CID: n.cid, Event: n.event, Dims: n.dims, EID: n.eid}
-		need := f.campaign(n).need(n.event)
+		need := f.campaign(n).Need(n.event)
 		// A campaign stored beyond the counter's limits (while the counter
 		// was away) is served at them.
 		if h := min(need.Hours, sch.MaxWindowHours); h > 0 {

@@ -4,32 +4,14 @@ import (
 	"slices"
 
 	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/counting"
 )
 
-// Cap is one frequency cap a campaign declares: at most Limit events of
-// one kind for one identity within a window, at one level of the
-// campaign's hierarchy. Declared caps decide what callback counts for the
-// campaign's notices (the windows and their retention); a bidder states
-// the caps it decides on in client.Decide.
-type Cap struct {
-	// Level is whose events count: the campaign's own (advertiser, io
-	// and creative levels are not counted yet).
-	Level string `json:"level"`
-	// Event is the counted event, one the counter counts (COUNTER_EVENTS).
-	Event  string `json:"event"`
-	Window Window `json:"window"`
-	Limit  int64  `json:"limit"`
-}
+// Cap is one frequency cap a campaign declares (counting.Cap).
+type Cap = counting.Cap
 
-// Window is a cap's window: the natural day (unit day, n 1), the last n
-// hours (unit hours, hour buckets), or an exact sliding window of n
-// minutes or seconds (units minutes, seconds) with an optional minimum
-// gap between two events.
-type Window struct {
-	Unit      string `json:"unit"`
-	N         int    `json:"n"`
-	MinGapSec int    `json:"minGapSec,omitempty"`
-}
+// Window is a cap's window (counting.CapWindow).
+type Window = counting.CapWindow
 
 // The levels and window units of caps.
 const (
@@ -44,18 +26,19 @@ const (
 // MaxCaps bounds the caps of one campaign.
 const MaxCaps = 32
 
-// CapBounds are what the counter can keep: its events, the hours an hour
+// CapBounds are what the counter can keep: its dimensions and events, the hours an hour
 // hash keeps (COUNTER_MAX_WINDOW_HOURS) and the longest exact window
 // (COUNTER_MAX_PACE_WINDOW_SEC). A cap beyond them is refused when it is
 // declared, never shortened later.
 type CapBounds struct {
+	Dimensions []string
 	Events     []string
 	MaxHours   int
 	MaxSliding int
 }
 
 // seconds is an exact window's length in seconds (0 for other units).
-func (w Window) seconds() int {
+func seconds(w Window) int {
 	switch w.Unit {
 	case UnitMinutes:
 		return w.N * 60
@@ -76,10 +59,10 @@ func CheckCaps(caps []Cap, b CapBounds, paceWindowSec int) error {
 	exact := map[string]int{}
 	for i := range caps {
 		c := &caps[i]
-		if err := c.check(b, i); err != nil {
+		if err := checkCap(c, b, i); err != nil {
 			return err
 		}
-		s := c.Window.seconds()
+		s := seconds(c.Window)
 		if s == 0 {
 			continue
 		}
@@ -94,13 +77,17 @@ func CheckCaps(caps []Cap, b CapBounds, paceWindowSec int) error {
 	return nil
 }
 
-// check validates one cap; the event defaults to the counter's first.
-func (c *Cap) check(b CapBounds, i int) error {
+// checkCap validates one cap; the event and the dimension default to the
+// counter's first.
+func checkCap(c *Cap, b CapBounds, i int) error {
 	if c.Level == "" {
 		c.Level = LevelCampaign
 	}
 	if c.Event == "" && len(b.Events) > 0 {
 		c.Event = b.Events[0]
+	}
+	if c.Dim == "" && len(b.Dimensions) > 0 {
+		c.Dim = b.Dimensions[0]
 	}
 	w := c.Window
 	switch {
@@ -108,9 +95,11 @@ func (c *Cap) check(b CapBounds, i int) error {
 		return apierr.Invalid("caps[%d].level must be %q: advertiser, io and creative levels are not counted yet", i, LevelCampaign)
 	case len(b.Events) > 0 && !slices.Contains(b.Events, c.Event):
 		return apierr.Invalid("caps[%d].event must be one of %v", i, b.Events)
+	case len(b.Dimensions) > 0 && !slices.Contains(b.Dimensions, c.Dim):
+		return apierr.Invalid("caps[%d].dim must be one of %v", i, b.Dimensions)
 	case c.Limit < 1 || c.Limit > 1_000_000:
 		return apierr.Invalid("caps[%d].limit must be between 1 and 1000000", i)
-	case w.MinGapSec < 0 || w.MinGapSec > 0 && w.seconds() == 0:
+	case w.MinGapSec < 0 || w.MinGapSec > 0 && seconds(w) == 0:
 		return apierr.Invalid("caps[%d].window.minGapSec is for exact windows (minutes, seconds), 0 or more", i)
 	}
 	switch w.Unit {
@@ -123,11 +112,11 @@ func (c *Cap) check(b CapBounds, i int) error {
 			return apierr.Invalid("caps[%d].window.n must be between 1 and %d hours (the counter's COUNTER_MAX_WINDOW_HOURS)", i, b.MaxHours)
 		}
 	case UnitMinutes, UnitSeconds:
-		if s := w.seconds(); w.N < 1 || s > b.MaxSliding {
+		if s := seconds(w); w.N < 1 || s > b.MaxSliding {
 			return apierr.Invalid("caps[%d].window.n must make 1 to %d seconds (the counter's COUNTER_MAX_PACE_WINDOW_SEC)", i, b.MaxSliding)
 		}
-		if w.MinGapSec > w.seconds() {
-			return apierr.Invalid("caps[%d].window.minGapSec must be at most the window (%d s)", i, w.seconds())
+		if w.MinGapSec > seconds(w) {
+			return apierr.Invalid("caps[%d].window.minGapSec must be at most the window (%d s)", i, seconds(w))
 		}
 	default:
 		return apierr.Invalid("caps[%d].window.unit must be one of day, hours, minutes, seconds (week, month and lifetime are not counted yet)", i)
@@ -153,7 +142,7 @@ func Needs(caps []Cap) map[string]Need {
 		case UnitHours:
 			n.Hours = max(n.Hours, c.Window.N)
 		case UnitMinutes, UnitSeconds:
-			n.PaceSec = c.Window.seconds()
+			n.PaceSec = seconds(c.Window)
 		}
 		out[c.Event] = n
 	}

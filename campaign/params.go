@@ -1,12 +1,13 @@
 package campaign
 
 import (
-	"github.com/freqcap/freqcap/core"
 	"maps"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/freqcap/freqcap/core"
 
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"

@@ -735,3 +735,6 @@ func (s *Store) IsHot(tag string) bool { return s.hot.isHot(tag) }
 // Stalled reports whether Redis is in a stall: reads and the calls a
 // caller waits on answer at once without asking it.
 func (s *Store) Stalled() bool { return s.stall.Load() != 0 }
+
+// Now is the store's clock.
+func (s *Store) Now() time.Time { return s.now() }

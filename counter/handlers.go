@@ -310,3 +310,38 @@ func handleSchema(s Settings) http.Handler {
 		httpjson.Write(w, http.StatusOK, body)
 	})
 }
+
+// handleDecide is POST /v1/decide: one bid request's identities and
+// candidate campaigns in, per candidate allowed or the declared cap that
+// blocks it, within the read deadline, failing open per candidate.
+func handleDecide(log *slog.Logger, p *campaign.Parser, c campaign.Counters, maxItems int, readTimeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req counting.DecideRequest
+		if err := decodeBody(w, r, batchBody(maxItems), &req, `{"identities":{...},"candidates":[{"cid":...}]}`); err != nil {
+			httpjson.Error(w, r, log, err)
+			return
+		}
+		if err := p.CheckDecide(&req, maxItems); err != nil {
+			httpjson.Error(w, r, log, err)
+			return
+		}
+		cids := make([]string, len(req.Candidates))
+		for i, cand := range req.Candidates {
+			cids[i] = cand.CID
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+		decls, err := c.Declarations(ctx, cids)
+		cancel()
+		out := counting.DecideResponse{Msg: "ok"}
+		if err != nil {
+			// The caps could not be read in time: every candidate fails open.
+			for _, cid := range cids {
+				out.Results = append(out.Results, counting.Verdict{CID: cid, Allowed: true, Degraded: true,
+					Code: c.Code(err), Msg: "declared caps unavailable: " + core.FirstLine(err)})
+			}
+		} else {
+			out.Results = c.Decide(r.Context(), req.Identities, req.Candidates, decls)
+		}
+		httpjson.Write(w, http.StatusOK, out)
+	})
+}

@@ -107,3 +107,69 @@ type Schema struct {
 	MaxReadBatch     int      `json:"maxReadBatch"`
 	DedupeTTLSec     int      `json:"dedupeTtlSec"`
 }
+
+// Cap is one frequency cap a campaign declares: at most Limit events of
+// one kind for one identity (a dimension's id) within a window, at one
+// level of the campaign's hierarchy.
+type Cap struct {
+	// Level is whose events count: the campaign's own (advertiser, io
+	// and creative levels are not counted yet).
+	Level string `json:"level"`
+	// Event is the counted event (COUNTER_EVENTS); the first when empty.
+	Event string `json:"event"`
+	// Dim is the identity counted (COUNTER_DIMENSIONS); the first when
+	// empty.
+	Dim    string    `json:"dim,omitempty"`
+	Window CapWindow `json:"window"`
+	Limit  int64     `json:"limit"`
+}
+
+// CapWindow is a cap's window: the natural day (unit day, n 1), the last
+// n hours (unit hours), or an exact sliding window of n minutes or
+// seconds (units minutes, seconds) with an optional minimum gap.
+type CapWindow struct {
+	Unit      string `json:"unit"`
+	N         int    `json:"n"`
+	MinGapSec int    `json:"minGapSec,omitempty"`
+}
+
+// DecideRequest is one bid request's question (POST /v1/decide): its
+// identities by dimension and the candidate campaigns, whose declared
+// caps the counter reads itself.
+type DecideRequest struct {
+	Identities map[string]string `json:"identities"`
+	Candidates []Candidate       `json:"candidates"`
+}
+
+// Candidate is one campaign that could answer a bid request.
+type Candidate struct {
+	CID string `json:"cid"`
+}
+
+// Verdict answers one candidate: allowed, or the first declared cap that
+// blocks it and the count that reached its limit (for a minimum gap, the
+// milliseconds since the last event).
+type Verdict struct {
+	CID     string `json:"cid"`
+	Allowed bool   `json:"allowed"`
+	// Code is 0, 10002 for a campaign the counter does not know (allowed:
+	// nothing declared), or the code of counts it could not read (the
+	// verdict is then the fail-open default, Degraded).
+	Code  int    `json:"code"`
+	Msg   string `json:"msg,omitempty"`
+	Cap   *Cap   `json:"cap,omitempty"`
+	Count int64  `json:"count,omitempty"`
+	// Degraded: some counts could not be read in time; Stale: some were
+	// last-known values, AgeMs old at most.
+	Degraded bool  `json:"degraded,omitempty"`
+	Stale    bool  `json:"stale,omitempty"`
+	AgeMs    int64 `json:"ageMs,omitempty"`
+}
+
+// DecideResponse answers a DecideRequest, one verdict per candidate in
+// order.
+type DecideResponse struct {
+	Code    int       `json:"code"`
+	Msg     string    `json:"msg"`
+	Results []Verdict `json:"results"`
+}

@@ -1,0 +1,151 @@
+package campaign
+
+import (
+	"context"
+	"slices"
+
+	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/ids"
+)
+
+// Decide answers one bid request from its candidates' declared caps: each
+// candidate allowed, or the first of its caps, in declared order, whose
+// count reached its limit. Every count all candidates need is read in one
+// store read (within its deadline, failing open per candidate, last-known
+// values when Redis is slow). decls holds each candidate's declaration;
+// a candidate without one is allowed with code 10002.
+func (v Counters) Decide(ctx context.Context, ids map[string]string, cands []counting.Candidate, decls map[string]*Declaration) []counting.Verdict {
+	out := make([]counting.Verdict, len(cands))
+	var qs []Query
+	type ref struct{ cand, q int }
+	var refs [][]ref // per candidate and cap: its query, -1 when nothing to count
+	refs = make([][]ref, len(cands))
+	for i, c := range cands {
+		out[i] = counting.Verdict{CID: c.CID, Allowed: true}
+		d := decls[c.CID]
+		if d == nil {
+			out[i].Code, out[i].Msg = apierr.KeyNotFound, "campaign "+c.CID+" is not known: nothing declared, allowed"
+			continue
+		}
+		at := map[[2]string]int{} // event, dim -> query
+		refs[i] = make([]ref, len(d.Caps))
+		for k, cp := range d.Caps {
+			id := ids[cp.Dim]
+			if id == "" {
+				refs[i][k] = ref{i, -1} // no such identity: nothing counted
+				continue
+			}
+			key := [2]string{cp.Event, cp.Dim}
+			q, ok := at[key]
+			if !ok {
+				q = len(qs)
+				at[key] = q
+				qs = append(qs, Query{CID: c.CID, Event: cp.Event, Dims: []Dim{{Name: cp.Dim, ID: id}}})
+			}
+			switch cp.Window.Unit {
+			case UnitHours:
+				if !slices.Contains(qs[q].Windows, cp.Window.N) {
+					qs[q].Windows = append(qs[q].Windows, cp.Window.N)
+					slices.Sort(qs[q].Windows)
+				}
+			case UnitMinutes, UnitSeconds:
+				qs[q].PaceWindowSec = seconds(cp.Window)
+			}
+			refs[i][k] = ref{i, q}
+		}
+	}
+	res := v.Read(ctx, qs)
+	nowMs := v.Now().UnixMilli()
+	for i := range cands {
+		d := decls[cands[i].CID]
+		for k, r := range refs[i] {
+			if r.q < 0 {
+				continue
+			}
+			judge(&out[i], &d.Caps[k], &qs[r.q], &res[r.q], nowMs)
+		}
+	}
+	return out
+}
+
+// judge applies one cap to the counts read for it: a failed read degrades
+// the verdict (allowed), a stale one marks it, a count at the limit
+// blocks it (the first such cap is the one named).
+func judge(v *counting.Verdict, cp *Cap, q *Query, r *Result, nowMs int64) {
+	if r.Err != nil {
+		if !v.Degraded {
+			v.Degraded, v.Code, v.Msg = true, ReadCode(r.Err), r.Err.Error()
+		}
+		return
+	}
+	if r.Stale {
+		v.Stale, v.AgeMs = true, max(v.AgeMs, r.AgeMs)
+	}
+	if !v.Allowed {
+		return
+	}
+	c := &r.Counts[0]
+	var count int64
+	switch cp.Window.Unit {
+	case UnitDay:
+		count = c.Day
+	case UnitHours:
+		count = c.Windows[slices.Index(q.Windows, cp.Window.N)]
+	default:
+		count = c.Pace.Count
+		if gap := int64(cp.Window.MinGapSec) * 1000; gap > 0 && c.Pace.LastAt > 0 && nowMs-c.Pace.LastAt < gap {
+			v.Allowed, v.Cap, v.Count = false, cp, nowMs-c.Pace.LastAt
+			return
+		}
+	}
+	if count >= cp.Limit {
+		v.Allowed, v.Cap, v.Count = false, cp, count
+	}
+}
+
+// Declarations reads the declarations of cids (client-side cached: an
+// edit reaches every reader at once); an unknown campaign is absent, one
+// whose hash does not parse answers with its caps unknown (absent too).
+func (v Counters) Declarations(ctx context.Context, cids []string) (map[string]*Declaration, error) {
+	keys := make([]string, len(cids))
+	for i, cid := range cids {
+		keys[i] = Key(cid)
+	}
+	hs, err := v.Hashes(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*Declaration, len(cids))
+	for i, m := range hs {
+		if len(m) == 0 {
+			continue
+		}
+		if d, err := Parse(cids[i], m); err == nil {
+			out[cids[i]] = &d
+		}
+	}
+	return out, nil
+}
+
+// CheckDecide validates a decide request against the parser's dimensions:
+// known dimensions with valid ids, 1 to most candidates with valid cids.
+func (p *Parser) CheckDecide(req *counting.DecideRequest, most int) error {
+	if n := len(req.Candidates); n < 1 || n > most {
+		return apierr.Invalid("candidates must hold 1 to %d candidates, got %d", most, n)
+	}
+	for dim, id := range req.Identities {
+		if !slices.Contains(p.dims, dim) {
+			return apierr.Invalid("identities: unknown dimension %q (dimensions: %v)", dim, p.dims)
+		}
+		if !ids.ValidID(id) {
+			return apierr.Invalid("identities.%s must be %s", dim, ids.IDRule)
+		}
+	}
+	for i, c := range req.Candidates {
+		if !ids.ValidCID(c.CID) {
+			return apierr.Invalid("candidates[%d].cid must be %s", i, ids.CIDRule)
+		}
+	}
+	return nil
+}

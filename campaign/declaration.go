@@ -1,0 +1,70 @@
+package campaign
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Declaration is what a campaign declares (callback's admin API and
+// campaigns file store it; the counter and the client's direct mode read
+// it): its windows and its caps.
+type Declaration struct {
+	// WinLimitHours > 0 makes every notice also count in the hour buckets
+	// of the last WinLimitHours hours.
+	WinLimitHours int `json:"winLimitHours"`
+	// PaceWindowSec > 0 makes every notice also recorded, by event id, in
+	// the exact sliding window of that many seconds.
+	PaceWindowSec int `json:"paceWindowSec,omitempty"`
+	// Caps are the campaign's declared caps: the notices of each event are
+	// counted in what its caps need (the largest hour window, the exact
+	// window), on top of WinLimitHours and PaceWindowSec.
+	Caps []Cap `json:"caps,omitempty"`
+}
+
+// Key is the Redis hash of campaign cid.
+func Key(cid string) string { return "campaign:{" + cid + "}" }
+
+// Need is what a notice of event must be counted in: WinLimitHours and
+// PaceWindowSec for every event, and what the caps of that event need.
+func (d Declaration) Need(event string) Need {
+	n := Needs(d.Caps)[event]
+	n.Hours = max(n.Hours, d.WinLimitHours)
+	if n.PaceSec == 0 {
+		n.PaceSec = d.PaceWindowSec
+	}
+	return n
+}
+
+// Fields are the declaration's hash fields and values.
+func (d Declaration) Fields() []string {
+	caps, _ := json.Marshal(d.Caps)
+	if d.Caps == nil {
+		caps = []byte("[]")
+	}
+	return []string{"winLimitHours", strconv.Itoa(d.WinLimitHours), "paceWindowSec", strconv.Itoa(d.PaceWindowSec), "caps", string(caps)}
+}
+
+// Parse reads campaign cid's declaration from its hash fields (hand
+// edits with redis-cli included): an unreadable field is an error naming
+// it.
+func Parse(cid string, m map[string]string) (Declaration, error) {
+	var d Declaration
+	if v, ok := m["caps"]; ok {
+		if err := json.Unmarshal([]byte(v), &d.Caps); err != nil {
+			return Declaration{}, fmt.Errorf("campaign %s: caps %q are not a JSON list of caps: %v", cid, v, err)
+		}
+	}
+	for field, dst := range map[string]*int{"winLimitHours": &d.WinLimitHours, "paceWindowSec": &d.PaceWindowSec} {
+		v, ok := m[field]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return Declaration{}, fmt.Errorf("campaign %s: %s %q is not a whole number", cid, field, v)
+		}
+		*dst = n
+	}
+	return d, nil
+}
