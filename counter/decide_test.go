@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -100,4 +101,142 @@ func TestDecideByCampaignIDs(t *testing.T) {
 			t.Errorf("%s: %d %v, want 400 naming %s", body, code, m, wantMsg)
 		}
 	}
+}
+
+// capModel decides a candidate as the declared caps say, from the events
+// themselves: plain Go, no counters.
+type capModel struct {
+	events []modelEvent
+}
+
+type modelEvent struct {
+	atMs            int64
+	cid, event, dev string
+}
+
+func (m *capModel) decide(now time.Time, cid, dev string, caps []counting.Cap) (bool, *counting.Cap, int64) {
+	nowMs, hour := now.UnixMilli(), now.Unix()/3600
+	y, mo, d := now.Date()
+	for k := range caps {
+		cp := &caps[k]
+		var count, last int64
+		for _, e := range m.events {
+			if e.cid != cid || e.event != cp.Event || e.dev != dev {
+				continue
+			}
+			at := time.UnixMilli(e.atMs).UTC()
+			switch cp.Window.Unit {
+			case campaign.UnitDay:
+				if y2, mo2, d2 := at.Date(); y2 == y && mo2 == mo && d2 == d {
+					count++
+				}
+			case campaign.UnitHours:
+				if h := e.atMs / 1000 / 3600; h > hour-int64(cp.Window.N) && h <= hour {
+					count++
+				}
+			default:
+				span := int64(cp.Window.N) * 1000
+				if cp.Window.Unit == campaign.UnitMinutes {
+					span *= 60
+				}
+				if e.atMs >= nowMs-span {
+					count++
+					last = max(last, e.atMs)
+				}
+			}
+		}
+		if gap := int64(cp.Window.MinGapSec) * 1000; gap > 0 && last > 0 && nowMs-last < gap {
+			return false, cp, nowMs - last
+		}
+		if count >= cp.Limit {
+			return false, cp, count
+		}
+	}
+	return true, nil, 0
+}
+
+// randomCaps declares 1 to 3 caps on win and imp: days, hours and one
+// exact window per event (the one length a campaign's event may have).
+func randomCaps(rng *rand.Rand) []counting.Cap {
+	exact := map[string]counting.CapWindow{}
+	var caps []counting.Cap
+	for range 1 + rng.IntN(3) {
+		ev := []string{"win", "imp"}[rng.IntN(2)]
+		c := counting.Cap{Level: "campaign", Event: ev, Dim: "device", Limit: int64(1 + rng.IntN(4))}
+		switch rng.IntN(3) {
+		case 0:
+			c.Window = counting.CapWindow{Unit: campaign.UnitDay, N: 1}
+		case 1:
+			c.Window = counting.CapWindow{Unit: campaign.UnitHours, N: 1 + rng.IntN(6)}
+		default:
+			w, ok := exact[ev]
+			if !ok {
+				w = counting.CapWindow{Unit: campaign.UnitSeconds, N: 60 + rng.IntN(600)}
+				if rng.IntN(2) == 0 {
+					w = counting.CapWindow{Unit: campaign.UnitMinutes, N: 1 + rng.IntN(10)}
+				}
+				exact[ev] = w
+			}
+			w.MinGapSec = rng.IntN(3) * 30
+			c.Window = w
+		}
+		caps = append(caps, c)
+	}
+	return caps
+}
+
+// Deciding by declared caps agrees with a plain model of the caps decision
+// by decision: random declarations, random events counted as callback
+// counts them (each event in the windows its campaign's caps need), random
+// decides of every candidate for one device, the clock moving by up to a
+// minute a step across several hours.
+func TestDecideAgreesWithModel(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := newClock(time.Date(2026, 12, 2, 2, 0, 0, 0, time.UTC))
+	v, _ := testStore(t, srv, clk, "COUNTER_MAX_WINDOW_HOURS=24")
+	rng := rand.New(rand.NewPCG(5, 6))
+	decls := map[string]*campaign.Declaration{}
+	var cands []counting.Candidate
+	for c := range 6 {
+		cid := fmt.Sprintf("m%d", c)
+		decls[cid] = &campaign.Declaration{Caps: randomCaps(rng)}
+		cands = append(cands, counting.Candidate{CID: cid})
+	}
+	m := &capModel{}
+	ctx := t.Context()
+	decided, blocked := 0, 0
+	for step := range 1500 {
+		clk.Add(time.Duration(rng.IntN(60_000)) * time.Millisecond)
+		dev := fmt.Sprintf("d%d", rng.IntN(2))
+		if rng.IntN(3) > 0 {
+			cid, ev := cands[rng.IntN(len(cands))].CID, []string{"win", "imp"}[rng.IntN(2)]
+			need := decls[cid].Need(ev)
+			q := campaign.Query{CID: cid, Event: ev, Dims: []campaign.Dim{{Name: "device", ID: dev}}, PaceWindowSec: need.PaceSec, EID: fmt.Sprint("e", step)}
+			if need.Hours > 0 {
+				q.Windows = []int{need.Hours}
+			}
+			if _, err := v.Incr(ctx, &q); err != nil {
+				t.Fatalf("step %d: incr %+v: %v", step, q, err)
+			}
+			m.events = append(m.events, modelEvent{clk.Now().UnixMilli(), cid, ev, dev})
+			continue
+		}
+		got := v.Decide(ctx, map[string]string{"device": dev}, cands, decls)
+		for _, g := range got {
+			allowed, cp, count := m.decide(clk.Now(), g.CID, dev, decls[g.CID].Caps)
+			if g.Allowed != allowed || (cp == nil) != (g.Cap == nil) || cp != nil && (*cp != *g.Cap || count != g.Count) || g.Degraded || g.Code != 0 {
+				t.Fatalf("step %d at %s, %s for %s (caps %+v): %+v (cap %+v), model allowed %v cap %+v count %d",
+					step, clk.Now().Format(time.TimeOnly), g.CID, dev, decls[g.CID].Caps, g, g.Cap, allowed, cp, count)
+			}
+			decided++
+			if !allowed {
+				blocked++
+			}
+		}
+	}
+	// The stream must have exercised both answers.
+	if blocked == 0 || blocked == decided {
+		t.Fatalf("%d of %d decisions blocked: the stream decides nothing", blocked, decided)
+	}
+	t.Logf("%d decisions, %d blocked", decided, blocked)
 }
