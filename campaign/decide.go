@@ -3,7 +3,9 @@ package campaign
 import (
 	"context"
 	"slices"
+	"time"
 
+	"github.com/freqcap/freqcap/core"
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/ids"
@@ -87,21 +89,52 @@ func judge(v *counting.Verdict, cp *Cap, q *Query, r *Result, nowMs int64) {
 	}
 	c := &r.Counts[0]
 	var count int64
+	var reason string
 	switch cp.Window.Unit {
 	case UnitDay:
-		count = c.Day
+		count, reason = c.Day, ReasonDay
 	case UnitHours:
-		count = c.Windows[slices.Index(q.Windows, cp.Window.N)]
+		count, reason = c.Windows[slices.Index(q.Windows, cp.Window.N)], ReasonWindow
 	default:
-		count = c.Pace.Count
+		count, reason = c.Pace.Count, ReasonPaceLimit
 		if gap := int64(cp.Window.MinGapSec) * 1000; gap > 0 && c.Pace.LastAt > 0 && nowMs-c.Pace.LastAt < gap {
-			v.Allowed, v.Cap, v.Count = false, cp, nowMs-c.Pace.LastAt
+			v.Allowed, v.Cap, v.Reason, v.Count = false, cp, ReasonPaceGap, nowMs-c.Pace.LastAt
 			return
 		}
 	}
 	if count >= cp.Limit {
-		v.Allowed, v.Cap, v.Count = false, cp, count
+		v.Allowed, v.Cap, v.Reason, v.Count = false, cp, reason, count
 	}
+}
+
+// How a cap blocks (counting.Verdict.Reason).
+const (
+	ReasonDay       = "day_cap"
+	ReasonWindow    = "window_cap"
+	ReasonPaceLimit = "pace_limit"
+	ReasonPaceGap   = "pace_gap"
+)
+
+// Answer decides one bid request: the candidates' declarations within
+// timeout (when they cannot be read, every candidate is allowed,
+// degraded), then Decide.
+func (v Counters) Answer(ctx context.Context, req *counting.DecideRequest, timeout time.Duration) []counting.Verdict {
+	cids := make([]string, len(req.Candidates))
+	for i, cand := range req.Candidates {
+		cids[i] = cand.CID
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	decls, err := v.Declarations(dctx, cids)
+	cancel()
+	if err != nil {
+		out := make([]counting.Verdict, len(cids))
+		for i, cid := range cids {
+			out[i] = counting.Verdict{CID: cid, Allowed: true, Degraded: true,
+				Code: v.Code(err), Msg: "declared caps unavailable: " + core.FirstLine(err)}
+		}
+		return out
+	}
+	return v.Decide(ctx, req.Identities, req.Candidates, decls)
 }
 
 // Declarations reads the declarations of cids (client-side cached: an

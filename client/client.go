@@ -21,7 +21,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -75,6 +74,7 @@ func withToken(hc *http.Client, base http.RoundTripper, token string) *http.Clie
 // its Redis (NewDirect). It is safe for concurrent use.
 type Client struct {
 	read       func(context.Context, *counting.BatchRequest) ([]counting.Answer, error)
+	decide     func(context.Context, *counting.DecideRequest) ([]counting.Verdict, error)
 	close      func()
 	timeout    time.Duration
 	failClosed bool
@@ -93,13 +93,13 @@ func New(counterURL string, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("freqcap client: counter URL must be http(s)://host:port, got %q", counterURL)
 	}
 	c := newClient(opts)
-	h := &httpReader{batchURL: u.JoinPath("/v1/freq/batch").String()}
+	h := &httpReader{batchURL: u.JoinPath("/v1/freq/batch").String(), decideURL: u.JoinPath("/v1/decide").String()}
 	h.http = withToken(opts.HTTPClient, &http.Transport{
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     90 * time.Second,
 	}, opts.Token)
-	c.read = h.read
+	c.read, c.decide = h.read, h.decide
 	return c, nil
 }
 
@@ -129,29 +129,9 @@ func newClient(opts Options) *Client {
 // readAll reads req in requests of at most c.maxBatch items, all at once,
 // and joins their answers in order; any part failing fails the call.
 func (c *Client) readAll(ctx context.Context, req *counting.BatchRequest) ([]counting.Answer, error) {
-	if len(req.Items) <= c.maxBatch {
-		return c.read(ctx, req)
-	}
-	parts := (len(req.Items) + c.maxBatch - 1) / c.maxBatch
-	out := make([]counting.Answer, len(req.Items))
-	errs := make([]error, parts)
-	var wg sync.WaitGroup
-	for p := range parts {
-		lo, hi := p*c.maxBatch, min((p+1)*c.maxBatch, len(req.Items))
-		wg.Go(func() {
-			got, err := c.read(ctx, &counting.BatchRequest{Items: req.Items[lo:hi]})
-			if err != nil {
-				errs[p] = err
-				return
-			}
-			copy(out[lo:hi], got)
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return splitCall(req.Items, c.maxBatch, func(part []counting.BatchItem) ([]counting.Answer, error) {
+		return c.read(ctx, &counting.BatchRequest{Items: part})
+	})
 }
 
 // Close releases the Client's connections (those to Redis of a direct
@@ -227,6 +207,10 @@ type Decision struct {
 	// (COUNTER_STALE_MAX): a real decision, on slightly old counts.
 	Stale   bool
 	StaleMs int64
+	// Declared is the declared cap that blocks (DecideIDs only); Unknown
+	// says the campaign declares nothing (DecideIDs only: allowed).
+	Declared *DeclaredCap
+	Unknown  bool
 }
 
 func (d Decision) String() string {
@@ -357,37 +341,47 @@ func (c *Client) degradeAll(out []Decision, refs []ref) {
 
 // httpReader reads counts with POST /v1/freq/batch.
 type httpReader struct {
-	batchURL string
-	http     *http.Client
+	batchURL, decideURL string
+	http                *http.Client
 }
 
 func (h *httpReader) read(ctx context.Context, req *counting.BatchRequest) ([]counting.Answer, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, h.batchURL, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hresp, err := h.http.Do(hreq)
-	if err != nil {
-		return nil, fmt.Errorf("freqcap client: %w", err)
-	}
-	defer hresp.Body.Close()
 	var resp counting.BatchResponse
-	if err := json.NewDecoder(hresp.Body).Decode(&resp); err != nil {
-		return nil, fmt.Errorf("freqcap client: %d answer: %w", hresp.StatusCode, err)
+	status, err := h.post(ctx, h.batchURL, req, &resp)
+	if err != nil {
+		return nil, err
 	}
-	_, _ = io.Copy(io.Discard, hresp.Body) // keep the connection reusable
-	if hresp.StatusCode != http.StatusOK || resp.Code != 0 {
-		return nil, fmt.Errorf("freqcap client: counter answered %d: code %d %s", hresp.StatusCode, resp.Code, resp.Msg)
+	if status != http.StatusOK || resp.Code != 0 {
+		return nil, fmt.Errorf("freqcap client: counter answered %d: code %d %s", status, resp.Code, resp.Msg)
 	}
 	if len(resp.Results) != len(req.Items) {
 		return nil, fmt.Errorf("freqcap client: %d results for %d items", len(resp.Results), len(req.Items))
 	}
 	return resp.Results, nil
+}
+
+// post sends req as JSON to u and decodes the answer into resp, whatever
+// its status, which it returns.
+func (h *httpReader) post(ctx context.Context, u string, req, resp any) (int, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return 0, err
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hresp, err := h.http.Do(hreq)
+	if err != nil {
+		return 0, fmt.Errorf("freqcap client: %w", err)
+	}
+	defer hresp.Body.Close()
+	if err := json.NewDecoder(hresp.Body).Decode(resp); err != nil {
+		return 0, fmt.Errorf("freqcap client: %d answer: %w", hresp.StatusCode, err)
+	}
+	_, _ = io.Copy(io.Discard, hresp.Body) // keep the connection reusable
+	return hresp.StatusCode, nil
 }
 
 // AuctionEID is the event id a bid response puts in its notice URLs: the

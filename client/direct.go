@@ -76,6 +76,7 @@ func NewDirect(redisURL string, opts Options, d DirectOptions) (*Client, error) 
 		}
 		return out, nil
 	}
+	c.decide = directDecide(counters, parser, c.maxBatch)
 	c.close = func() { st.Close(); rdb.Close() }
 	return c, nil
 }

@@ -13,7 +13,7 @@ import (
 
 // counterURL and callbackURL are a real counter and callback over a real
 // redis-server, started for the package's tests and examples.
-var counterURL, counterOpsURL, callbackURL, redisURL string
+var counterURL, counterOpsURL, callbackURL, adminURL, redisURL string
 
 // testRedis is the Redis (or Cluster) behind them.
 var testRedis *redistest.Server
@@ -86,6 +86,6 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer callback.Kill()
-	counterURL, counterOpsURL, callbackURL, redisURL = "http://"+addr, "http://"+ops, "http://"+public, redis.URL()
+	counterURL, counterOpsURL, callbackURL, adminURL, redisURL = "http://"+addr, "http://"+ops, "http://"+public, "http://"+admin, redis.URL()
 	return m.Run(), nil
 }

@@ -325,23 +325,7 @@ func handleDecide(log *slog.Logger, p *campaign.Parser, c campaign.Counters, max
 			httpjson.Error(w, r, log, err)
 			return
 		}
-		cids := make([]string, len(req.Candidates))
-		for i, cand := range req.Candidates {
-			cids[i] = cand.CID
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
-		decls, err := c.Declarations(ctx, cids)
-		cancel()
-		out := counting.DecideResponse{Msg: "ok"}
-		if err != nil {
-			// The caps could not be read in time: every candidate fails open.
-			for _, cid := range cids {
-				out.Results = append(out.Results, counting.Verdict{CID: cid, Allowed: true, Degraded: true,
-					Code: c.Code(err), Msg: "declared caps unavailable: " + core.FirstLine(err)})
-			}
-		} else {
-			out.Results = c.Decide(r.Context(), req.Identities, req.Candidates, decls)
-		}
+		out := counting.DecideResponse{Msg: "ok", Results: c.Answer(r.Context(), &req, readTimeout)}
 		httpjson.Write(w, http.StatusOK, out)
 	})
 }

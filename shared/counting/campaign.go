@@ -155,10 +155,13 @@ type Verdict struct {
 	// Code is 0, 10002 for a campaign the counter does not know (allowed:
 	// nothing declared), or the code of counts it could not read (the
 	// verdict is then the fail-open default, Degraded).
-	Code  int    `json:"code"`
-	Msg   string `json:"msg,omitempty"`
-	Cap   *Cap   `json:"cap,omitempty"`
-	Count int64  `json:"count,omitempty"`
+	Code int    `json:"code"`
+	Msg  string `json:"msg,omitempty"`
+	Cap  *Cap   `json:"cap,omitempty"`
+	// Reason is how Cap blocks: day_cap, window_cap (hours), pace_limit
+	// (an exact window's count) or pace_gap (its minimum gap).
+	Reason string `json:"reason,omitempty"`
+	Count  int64  `json:"count,omitempty"`
 	// Degraded: some counts could not be read in time; Stale: some were
 	// last-known values, AgeMs old at most.
 	Degraded bool  `json:"degraded,omitempty"`

@@ -1,0 +1,139 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/freqcap/freqcap/campaign"
+	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/counting"
+)
+
+// DeclaredCap is a cap a campaign declares in callback's admin API
+// (level, event, identity, window, limit).
+type DeclaredCap = counting.Cap
+
+// DecideIDs is Decide for campaigns that declare their caps: the bidder
+// names the candidate campaigns, and the counter (or, in direct mode,
+// this process) reads their declared caps and counts. A candidate blocked
+// by a declared cap carries it in Decision.Declared, with the Reason,
+// Dim, Count and Limit Decide would give; a campaign that declares
+// nothing is allowed, Unknown. The decisions are always usable; the
+// error says why some are degraded (nil when none is).
+func (c *Client) DecideIDs(ctx context.Context, ids Identities, cids []string) ([]Decision, error) {
+	out := make([]Decision, len(cids))
+	req := counting.DecideRequest{Identities: ids, Candidates: make([]counting.Candidate, len(cids))}
+	for i, cid := range cids {
+		out[i] = Decision{CID: cid, Allowed: true}
+		req.Candidates[i].CID = cid
+	}
+	if len(cids) == 0 {
+		return out, nil
+	}
+	degradeAll := func() {
+		for i := range out {
+			c.degrade(&out[i])
+		}
+	}
+	if !c.limiter.Allow() {
+		degradeAll()
+		return out, ErrRateLimited
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	verdicts, err := splitCall(req.Candidates, c.maxBatch, func(part []counting.Candidate) ([]counting.Verdict, error) {
+		return c.decide(ctx, &counting.DecideRequest{Identities: ids, Candidates: part})
+	})
+	if err != nil {
+		degradeAll()
+		return out, err
+	}
+	var degraded int
+	for i, v := range verdicts {
+		d := &out[i]
+		if v.Degraded {
+			degraded++
+			c.degrade(d)
+			continue
+		}
+		d.Unknown = v.Code == apierr.KeyNotFound
+		d.Stale, d.StaleMs = v.Stale, v.AgeMs
+		if v.Allowed || v.Cap == nil {
+			continue
+		}
+		d.Allowed, d.Declared, d.Reason, d.Dim, d.Count, d.Limit = false, v.Cap, Reason(v.Reason), v.Cap.Dim, v.Count, v.Cap.Limit
+		switch d.Reason {
+		case WindowCap:
+			d.Hours = v.Cap.Window.N
+		case PaceGap:
+			d.Limit = int64(v.Cap.Window.MinGapSec) * 1000
+		}
+	}
+	if degraded > 0 {
+		return out, fmt.Errorf("freqcap client: %d of %d candidates degraded", degraded, len(cids))
+	}
+	return out, nil
+}
+
+// splitCall calls call on parts of at most most items, all at once, and
+// joins their answers in order; any part failing fails the whole.
+func splitCall[T, R any](items []T, most int, call func([]T) ([]R, error)) ([]R, error) {
+	if len(items) <= most {
+		got, err := call(items)
+		if err == nil && len(got) != len(items) {
+			err = fmt.Errorf("freqcap client: %d answers for %d items", len(got), len(items))
+		}
+		return got, err
+	}
+	parts := (len(items) + most - 1) / most
+	out := make([]R, len(items))
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*most, min((p+1)*most, len(items))
+		wg.Go(func() {
+			got, err := splitCall(items[lo:hi], most, call)
+			if err != nil {
+				errs[p] = err
+				return
+			}
+			copy(out[lo:hi], got)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// decide asks POST /v1/decide.
+func (h *httpReader) decide(ctx context.Context, req *counting.DecideRequest) ([]counting.Verdict, error) {
+	var resp counting.DecideResponse
+	status, err := h.post(ctx, h.decideURL, req, &resp)
+	if err != nil {
+		return nil, err
+	}
+	if status != http.StatusOK || resp.Code != 0 {
+		return nil, fmt.Errorf("freqcap client: counter answered %d: code %d %s", status, resp.Code, resp.Msg)
+	}
+	return resp.Results, nil
+}
+
+// directDecide decides in this process as the counter's /v1/decide does.
+func directDecide(counters campaign.Counters, parser *campaign.Parser, most int) func(context.Context, *counting.DecideRequest) ([]counting.Verdict, error) {
+	return func(ctx context.Context, req *counting.DecideRequest) ([]counting.Verdict, error) {
+		if err := parser.CheckDecide(req, most); err != nil {
+			return nil, fmt.Errorf("freqcap client: %w", err)
+		}
+		deadline, ok := ctx.Deadline()
+		if !ok {
+			return nil, errors.New("freqcap client: decide without a deadline")
+		}
+		return counters.Answer(ctx, req, time.Until(deadline)), nil
+	}
+}
