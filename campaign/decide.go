@@ -116,49 +116,65 @@ const (
 )
 
 // Answer decides one bid request: the candidates' declarations within
-// timeout (when they cannot be read, every candidate is allowed,
-// degraded), then Decide.
+// timeout, then Decide. While Redis does not answer, a candidate decides
+// on its last-known declaration (Stale), or is allowed, Degraded, when
+// there is none.
 func (v Counters) Answer(ctx context.Context, req *counting.DecideRequest, timeout time.Duration) []counting.Verdict {
 	cids := make([]string, len(req.Candidates))
 	for i, cand := range req.Candidates {
 		cids[i] = cand.CID
 	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
-	decls, err := v.Declarations(dctx, cids)
+	d := v.Declarations(dctx, cids)
 	cancel()
-	if err != nil {
-		out := make([]counting.Verdict, len(cids))
-		for i, cid := range cids {
-			out[i] = counting.Verdict{CID: cid, Allowed: true, Degraded: true,
-				Code: v.Code(err), Msg: "declared caps unavailable: " + core.FirstLine(err)}
+	out := v.Decide(ctx, req.Identities, req.Candidates, d.Decls)
+	for i := range out {
+		switch {
+		case d.Unread[out[i].CID]:
+			// Neither Redis nor a last-known copy: fail open.
+			out[i] = counting.Verdict{CID: out[i].CID, Allowed: true, Degraded: true,
+				Code: v.Code(d.Err), Msg: "declared caps unavailable: " + core.FirstLine(d.Err)}
+		case d.AgeMs > 0:
+			out[i].Stale, out[i].AgeMs = true, max(out[i].AgeMs, d.AgeMs)
 		}
-		return out
 	}
-	return v.Decide(ctx, req.Identities, req.Candidates, decls)
+	return out
+}
+
+// Declared are the declarations Declarations read: by cid (an unknown
+// campaign is absent), Unread the cids neither Redis nor a last-known copy
+// answered for (Err says why), AgeMs > 0 when some are last-known copies.
+type Declared struct {
+	Decls  map[string]*Declaration
+	Unread map[string]bool
+	AgeMs  int64
+	Err    error
 }
 
 // Declarations reads the declarations of cids (client-side cached: an
-// edit reaches every reader at once); an unknown campaign is absent, one
-// whose hash does not parse answers with its caps unknown (absent too).
-func (v Counters) Declarations(ctx context.Context, cids []string) (map[string]*Declaration, error) {
+// edit reaches every reader at once; while Redis does not answer, the
+// last-known ones); a hash that does not parse counts as no declaration.
+func (v Counters) Declarations(ctx context.Context, cids []string) Declared {
 	keys := make([]string, len(cids))
 	for i, cid := range cids {
 		keys[i] = Key(cid)
 	}
-	hs, err := v.Hashes(ctx, keys)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]*Declaration, len(cids))
+	hs, ageMs, err := v.Hashes(ctx, keys)
+	out := Declared{Decls: make(map[string]*Declaration, len(cids)), AgeMs: ageMs, Err: err}
 	for i, m := range hs {
-		if len(m) == 0 {
-			continue
-		}
-		if d, err := Parse(cids[i], m); err == nil {
-			out[cids[i]] = &d
+		switch {
+		case m == nil:
+			if out.Unread == nil {
+				out.Unread = map[string]bool{}
+			}
+			out.Unread[cids[i]] = true
+		case len(m) > 0:
+			if d, err := Parse(cids[i], m); err == nil {
+				out.Decls[cids[i]] = &d
+			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // CheckDecide validates a decide request against the parser's dimensions:

@@ -38,7 +38,8 @@ type Store struct {
 	retention   int
 	reach       *redisconn.Reach
 	known       *lastKnown // nil when COUNTER_STALE_MAX is 0
-	hot         *hotKeys   // nil when COUNTER_HOT_KEY_RATE is 0
+	knownHashes *knownHashes
+	hot         *hotKeys // nil when COUNTER_HOT_KEY_RATE is 0
 	// stall is when Redis stopped answering reads in time (unix ns), 0
 	// while it answers; probed is when the last PING of a stall ended,
 	// probing is set while one is under way.

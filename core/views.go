@@ -67,23 +67,37 @@ func (s *Store) Total(ctx context.Context, key string) (int64, error) {
 // Hashes reads the hashes at keys through client-side caching (a hash
 // edited anywhere is invalidated at once), in one pipelined round trip
 // per node for those not cached, under the read rules: skipped during a
-// stall. An absent hash reads as an empty map.
-func (s *Store) Hashes(ctx context.Context, keys []string) ([]map[string]string, error) {
-	out := make([]map[string]string, len(keys))
-	err := s.Guarded(ctx, func(ctx context.Context) error {
+// stall. An absent hash reads as an empty map. When Redis does not answer
+// (err), a hash not served from the cache answers its last-known value
+// when it was read within StaleMax (ageMs old at most), else nil.
+func (s *Store) Hashes(ctx context.Context, keys []string) (out []map[string]string, ageMs int64, err error) {
+	out = make([]map[string]string, len(keys))
+	err = s.Guarded(ctx, func(ctx context.Context) error {
 		cmds := make([]rueidis.CacheableTTL, len(keys))
 		for i, k := range keys {
 			cmds[i] = rueidis.CT(s.rdb.B().Hgetall().Key(k).Cache(), s.cacheTTL)
 		}
+		var first error
 		for i, r := range s.rdb.DoMultiCache(ctx, cmds...) {
 			m, err := r.AsStrMap()
 			if err != nil {
-				s.metrics.RedisError("read")
-				return err
+				if first == nil {
+					first = err
+					s.metrics.RedisError("read")
+				}
+				continue
+			}
+			if m == nil {
+				m = map[string]string{}
 			}
 			out[i] = m
 		}
-		return nil
+		return first
 	})
-	return out, err
+	now := s.now()
+	s.knownHashes.remember(keys, out, now)
+	if err != nil {
+		ageMs = s.knownHashes.fill(keys, out, now)
+	}
+	return out, ageMs, err
 }

@@ -240,3 +240,39 @@ func TestDecideAgreesWithModel(t *testing.T) {
 	}
 	t.Logf("%d decisions, %d blocked", decided, blocked)
 }
+
+// With Redis frozen, a decide answers within the deadline, per candidate:
+// on last-known declarations and counts (stale) for campaigns read
+// before, failing open (degraded) for one never read.
+func TestDecideWithRedisFrozen(t *testing.T) {
+	srv := redistest.Start(t)
+	base := startCounter(t, srv.URL(), "COUNTER_READ_TIMEOUT=30ms")
+	day := func(limit int64) counting.Cap {
+		return counting.Cap{Level: "campaign", Event: "win", Dim: "device", Window: counting.CapWindow{Unit: "day", N: 1}, Limit: limit}
+	}
+	declare(t, srv, "fz1", day(1))
+	declare(t, srv, "fz2", day(5))
+	declare(t, srv, "fz3", day(1))
+	call(t, "POST", base+"/v1/incr?cid=fz1&device=dv&eid=fz-1", "")
+	call(t, "POST", base+"/v1/incr?cid=fz3&device=dv&eid=fz-3", "")
+	before := decide(t, base, "dv", "fz1", "fz2")
+	if before[0].Allowed || !before[1].Allowed || before[0].Stale || before[0].Degraded {
+		t.Fatalf("before the freeze: %+v", before)
+	}
+	srv.Pause()
+	defer srv.Resume()
+	start := time.Now()
+	got := decide(t, base, "dv", "fz1", "fz2", "fz3")
+	if took := time.Since(start); took > 500*time.Millisecond {
+		t.Errorf("decide with Redis frozen took %s", took)
+	}
+	if g := got[0]; g.Allowed || !g.Stale || g.Degraded || g.Count != 1 {
+		t.Errorf("fz1 (blocked before): %+v", g)
+	}
+	if g := got[1]; !g.Allowed || !g.Stale || g.Degraded {
+		t.Errorf("fz2 (allowed before): %+v", g)
+	}
+	if g := got[2]; !g.Allowed || !g.Degraded || g.Code != 10001 {
+		t.Errorf("fz3 (never read: fails open): %+v", g)
+	}
+}
