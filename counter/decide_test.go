@@ -4,11 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
 	"github.com/freqcap/freqcap/campaign"
+	freqcapv1 "github.com/freqcap/freqcap/gen/freqcap/v1"
+	"github.com/freqcap/freqcap/gen/freqcap/v1/freqcapv1connect"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
@@ -274,5 +279,45 @@ func TestDecideWithRedisFrozen(t *testing.T) {
 	}
 	if g := got[2]; !g.Allowed || !g.Degraded || g.Code != 10001 {
 		t.Errorf("fz3 (never read: fails open): %+v", g)
+	}
+}
+
+// The Caps RPC answers as POST /v1/decide does, over gRPC and Connect
+// JSON, and refuses bad input with InvalidArgument naming the field.
+func TestDecideRPC(t *testing.T) {
+	srv := redistest.Start(t)
+	base := startCounter(t, srv.URL())
+	capDay := counting.Cap{Level: "campaign", Event: "win", Dim: "device", Window: counting.CapWindow{Unit: "day", N: 1}, Limit: 1}
+	declare(t, srv, "r1", capDay)
+	declare(t, srv, "r2", counting.Cap{Level: "campaign", Event: "win", Dim: "device", Window: counting.CapWindow{Unit: "hours", N: 2}, Limit: 3})
+	call(t, "POST", base+"/v1/incr?cid=r1&device=dv&windowHours=2&eid=r-1", "")
+	want := decide(t, base, "dv", "r1", "r2", "nobody")
+	for name, c := range map[string]freqcapv1connect.CapsClient{
+		"grpc":         freqcapv1connect.NewCapsClient(h2c(), base, connect.WithGRPC()),
+		"connect-json": freqcapv1connect.NewCapsClient(http.DefaultClient, base, connect.WithProtoJSON()),
+	} {
+		t.Run(name, func(t *testing.T) {
+			req := &freqcapv1.DecideReq{Identities: map[string]string{"device": "dv"},
+				Candidates: []*freqcapv1.DecideCandidate{{Cid: "r1"}, {Cid: "r2"}, {Cid: "nobody"}}}
+			rsp, err := c.Decide(t.Context(), connect.NewRequest(req))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, g := range rsp.Msg.GetResults() {
+				w := want[i]
+				if g.GetCid() != w.CID || g.GetAllowed() != w.Allowed || int(g.GetCode()) != w.Code || g.GetReason() != w.Reason ||
+					g.GetCount() != w.Count || (g.GetCap() == nil) != (w.Cap == nil) || w.Cap != nil && g.GetCap().GetLimit() != w.Cap.Limit {
+					t.Errorf("candidate %d: %v, over HTTP %+v", i, g, w)
+				}
+			}
+			if rsp.Msg.GetResults()[0].GetCap().GetWindow().GetUnit() != "day" {
+				t.Errorf("r1's cap: %v", rsp.Msg.GetResults()[0].GetCap())
+			}
+			req.Candidates[1].Cid = "bad cid"
+			_, err = c.Decide(t.Context(), connect.NewRequest(req))
+			if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "candidates[1].cid") {
+				t.Errorf("a bad cid: %v, want InvalidArgument naming candidates[1].cid", err)
+			}
+		})
 	}
 }

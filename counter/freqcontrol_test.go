@@ -270,7 +270,7 @@ func TestFrequencyControlReflection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{freqcapv1connect.FrequencyControlName, freqcapv1connect.RateLimiterName} {
+	for _, want := range []string{freqcapv1connect.FrequencyControlName, freqcapv1connect.RateLimiterName, freqcapv1connect.CapsName} {
 		var found bool
 		for _, n := range names {
 			found = found || string(n) == want

@@ -35,7 +35,10 @@ func addRoutes(r chi.Router, d deps) {
 	r.Handle(rpc+"*", m.Route(rpc, fc))
 	rpc, rl := freqcapv1connect.NewRateLimiterHandler(&rateLimiter{l: d.limiter, maxBatch: d.settings.MaxBatch}, connect.WithReadMaxBytes(int(batchBody(d.settings.MaxBatch))), connect.WithCodec(protoJSON{}))
 	r.Handle(rpc+"*", m.Route(rpc, rl))
-	reflector := grpcreflect.NewStaticReflector(freqcapv1connect.FrequencyControlName, freqcapv1connect.RateLimiterName, grpchealth.HealthV1ServiceName)
+	rpc, cs := freqcapv1connect.NewCapsHandler(&capsService{parser: d.parser, campaigns: d.campaigns, maxItems: d.settings.MaxReadBatch, readTimeout: d.settings.ReadTimeout},
+		connect.WithReadMaxBytes(int(batchBody(d.settings.MaxReadBatch))), connect.WithCodec(protoJSON{}))
+	r.Handle(rpc+"*", m.Route(rpc, cs))
+	reflector := grpcreflect.NewStaticReflector(freqcapv1connect.FrequencyControlName, freqcapv1connect.RateLimiterName, freqcapv1connect.CapsName, grpchealth.HealthV1ServiceName)
 	r.Handle(mountRPC(grpcreflect.NewHandlerV1(reflector)))
 	r.Handle(mountRPC(grpcreflect.NewHandlerV1Alpha(reflector)))
 	r.Handle(mountRPC(grpchealth.NewHandler(healthChecker{d.store})))

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/freqcap/freqcap/campaign"
+	freqcapv1 "github.com/freqcap/freqcap/gen/freqcap/v1"
+	"github.com/freqcap/freqcap/gen/freqcap/v1/freqcapv1connect"
+	"github.com/freqcap/freqcap/shared/counting"
+)
+
+// capsService is the Caps RPC: the same answers and validation as
+// POST /v1/decide.
+type capsService struct {
+	parser      *campaign.Parser
+	campaigns   campaign.Counters
+	maxItems    int
+	readTimeout time.Duration
+}
+
+var _ freqcapv1connect.CapsHandler = (*capsService)(nil)
+
+func (s *capsService) Decide(ctx context.Context, r *connect.Request[freqcapv1.DecideReq]) (*connect.Response[freqcapv1.DecideRsp], error) {
+	req := r.Msg
+	in := counting.DecideRequest{Identities: req.GetIdentities(), Candidates: make([]counting.Candidate, len(req.GetCandidates()))}
+	for i, c := range req.GetCandidates() {
+		in.Candidates[i].CID = c.GetCid()
+	}
+	if err := s.parser.CheckDecide(&in, s.maxItems); err != nil {
+		return nil, invalidRPC(err)
+	}
+	verdicts := s.campaigns.Answer(ctx, &in, s.readTimeout)
+	out := &freqcapv1.DecideRsp{Results: make([]*freqcapv1.DecideVerdict, len(verdicts))}
+	for i, v := range verdicts {
+		pv := &freqcapv1.DecideVerdict{Cid: v.CID, Allowed: v.Allowed, Code: int32(v.Code), Msg: v.Msg, Reason: v.Reason,
+			Count: v.Count, Degraded: v.Degraded, Stale: v.Stale, AgeMs: v.AgeMs}
+		if c := v.Cap; c != nil {
+			pv.Cap = &freqcapv1.DeclaredCap{Level: c.Level, Event: c.Event, Dim: c.Dim, Limit: c.Limit,
+				Window: &freqcapv1.CapWindow{Unit: c.Window.Unit, N: int32(c.Window.N), MinGapSec: int32(c.Window.MinGapSec)}}
+		}
+		out.Results[i] = pv
+	}
+	return connect.NewResponse(out), nil
+}
