@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,9 +35,38 @@ func decideCandidates() []client.Candidate {
 	return cands
 }
 
+// declaredCaps are what each of the by-id runs' 50 campaigns declares in
+// callback's admin API: 3 caps on 2 identities, as decideCandidates caps
+// them.
+var declaredCaps = `{"caps": [
+  {"level": "campaign", "event": "win", "dim": "device", "window": {"unit": "day", "n": 1}, "limit": 10},
+  {"level": "campaign", "event": "win", "dim": "device", "window": {"unit": "hours", "n": 3}, "limit": 5},
+  {"level": "campaign", "event": "win", "dim": "bundle", "window": {"unit": "day", "n": 1}, "limit": 1000000}]}`
+
+// declare stores declaredCaps for every candidate through the admin API.
+func (st *stack) declare(ctx context.Context, cids []string) error {
+	for _, cid := range cids {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, st.adminURL+"/v1/campaigns/"+cid, strings.NewReader(declaredCaps))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("declare caps of %s: %s", cid, resp.Status)
+		}
+	}
+	return nil
+}
+
 // decide times one Decide of 50 candidates at decideRate calls/s from the
 // bench process: over HTTP through the counter (name decide-50-http) or
-// reading Redis directly (decide-50-direct). Calls are started on a
+// reading Redis directly (decide-50-direct); by campaign id with the caps
+// declared (DecideIDs, decide-50-ids-http and decide-50-ids-direct). Calls are started on a
 // schedule, not one after the other, so a slow call does not hide the
 // queue behind it. Both use the bench counter's 100 ms deadline; a
 // degraded call is an error.
@@ -43,7 +74,7 @@ func (st *stack) decide(ctx context.Context, name string) (result, error) {
 	opts := client.Options{Timeout: 100 * time.Millisecond}
 	var c *client.Client
 	var err error
-	if name == "decide-50-direct" {
+	if strings.HasSuffix(name, "-direct") {
 		c, err = client.NewDirect("redis://"+st.redisAddr, opts, client.DirectOptions{})
 	} else {
 		c, err = client.New(st.counterURL, opts)
@@ -53,13 +84,28 @@ func (st *stack) decide(ctx context.Context, name string) (result, error) {
 	}
 	defer c.Close()
 	cands := decideCandidates()
+	byIDs := strings.Contains(name, "-ids-")
+	cids := make([]string, len(cands))
+	for i := range cands {
+		cids[i] = cands[i].CID
+	}
+	if byIDs {
+		if err := st.declare(ctx, cids); err != nil {
+			return result{}, err
+		}
+	}
 	var mu sync.Mutex
 	var took []time.Duration
 	var failed int
 	call := func(i int) {
 		ids := client.Identities{"device": deviceID(i * 7919 % st.s.fill), "bundle": "com.hot", "tagid": "7"}
 		start := time.Now()
-		_, err := c.Decide(ctx, ids, cands)
+		var err error
+		if byIDs {
+			_, err = c.DecideIDs(ctx, ids, cids)
+		} else {
+			_, err = c.Decide(ctx, ids, cands)
+		}
 		d := time.Since(start)
 		mu.Lock()
 		defer mu.Unlock()
@@ -90,5 +136,8 @@ func (st *stack) decide(ctx context.Context, name string) (result, error) {
 		r.p50, r.p99, r.p999 = q(0.50), q(0.99), q(0.999)
 	}
 	r.note = fmt.Sprintf("%d calls of 50 candidates (150 counters), %d degraded", len(took), failed)
+	if byIDs {
+		r.note = fmt.Sprintf("%d calls of 50 candidates by id (3 declared caps each on device and bundle), %d degraded", len(took), failed)
+	}
 	return r, ctx.Err()
 }

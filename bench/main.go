@@ -158,7 +158,7 @@ func run(ctx context.Context) error {
 	for round := 1; round <= s.rounds; round++ {
 		// Latency first, on a quiet machine, before the write scenarios of
 		// the round grow Redis.
-		for _, name := range []string{"latency-baseline", "latency-hot", "latency-cold", "latency-win", "latency-freeze", "decide-50-http", "decide-50-direct"} {
+		for _, name := range []string{"latency-baseline", "latency-hot", "latency-cold", "latency-win", "latency-freeze", "decide-50-http", "decide-50-direct", "decide-50-ids-http", "decide-50-ids-direct"} {
 			if !s.wants(name) {
 				continue
 			}
@@ -167,7 +167,7 @@ func run(ctx context.Context) error {
 			switch name {
 			case "latency-freeze":
 				res, err = st.freeze(ctx)
-			case "decide-50-http", "decide-50-direct":
+			case "decide-50-http", "decide-50-direct", "decide-50-ids-http", "decide-50-ids-direct":
 				res, err = st.decide(ctx, name)
 			default:
 				res, err = st.constantRate(ctx, name, round)
