@@ -115,8 +115,8 @@ const (
 	ReasonPaceGap   = "pace_gap"
 )
 
-// Answer decides one bid request: the candidates' declarations within
-// timeout, then Decide. While Redis does not answer, a candidate decides
+// Answer decides one bid request within timeout: the candidates'
+// declarations, then Decide. While Redis does not answer, a candidate decides
 // on its last-known declaration (Stale), or is allowed, Degraded, when
 // there is none.
 func (v Counters) Answer(ctx context.Context, req *counting.DecideRequest, timeout time.Duration) []counting.Verdict {
@@ -124,9 +124,10 @@ func (v Counters) Answer(ctx context.Context, req *counting.DecideRequest, timeo
 	for i, cand := range req.Candidates {
 		cids[i] = cand.CID
 	}
-	dctx, cancel := context.WithTimeout(ctx, timeout)
-	d := v.Declarations(dctx, cids)
-	cancel()
+	// One deadline for both reads: the declarations' time is the counts'.
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	d := v.Declarations(ctx, cids)
 	out := v.Decide(ctx, req.Identities, req.Candidates, d.Decls)
 	for i := range out {
 		switch {
