@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/freqcap/freqcap/client"
+	"github.com/freqcap/freqcap/shared/counting"
 )
 
 // BenchmarkDecide50 is one Decide of 50 candidates (each capping the
@@ -39,6 +40,44 @@ func BenchmarkDecide50(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := c.Decide(ctx, ids, cands); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecideIDs50 is one DecideIDs of 50 campaigns by id, each
+// declaring 3 caps on the device and the bundle.
+func BenchmarkDecideIDs50(b *testing.B) {
+	cids := make([]string, 50)
+	caps := []client.DeclaredCap{
+		{Level: "campaign", Event: "win", Dim: "device", Window: counting.CapWindow{Unit: "day", N: 1}, Limit: 3},
+		{Level: "campaign", Event: "win", Dim: "device", Window: counting.CapWindow{Unit: "hours", N: 3}, Limit: 2},
+		{Level: "campaign", Event: "win", Dim: "bundle", Window: counting.CapWindow{Unit: "day", N: 1}, Limit: 1000},
+	}
+	for i := range cids {
+		cids[i] = fmt.Sprint("bench-ids-", i)
+		declareCaps(b, cids[i], caps)
+	}
+	ids := client.Identities{"device": "bench-device", "bundle": "com.bench"}
+	for _, mode := range []string{"http", "direct"} {
+		b.Run(mode, func(b *testing.B) {
+			var c *client.Client
+			var err error
+			if mode == "http" {
+				c, err = client.New(counterURL, client.Options{Timeout: time.Second, Token: testToken})
+			} else {
+				c, err = client.NewDirect(redisURL, client.Options{Timeout: time.Second}, client.DirectOptions{})
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.DecideIDs(ctx, ids, cids); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -65,7 +65,8 @@ func (c *Client) DecideIDs(ctx context.Context, ids Identities, cids []string) (
 		if v.Allowed || v.Cap == nil {
 			continue
 		}
-		d.Allowed, d.Declared, d.Reason, d.Dim, d.Count, d.Limit = false, v.Cap, Reason(v.Reason), v.Cap.Dim, v.Count, v.Cap.Limit
+		cp := *v.Cap // the caller's own copy: direct mode shares parsed declarations
+		d.Allowed, d.Declared, d.Reason, d.Dim, d.Count, d.Limit = false, &cp, Reason(v.Reason), cp.Dim, v.Count, cp.Limit
 		switch d.Reason {
 		case WindowCap:
 			d.Hours = v.Cap.Window.N

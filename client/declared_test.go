@@ -14,7 +14,7 @@ import (
 )
 
 // declareCaps stores a campaign's caps through callback's admin API.
-func declareCaps(t *testing.T, cid string, caps []client.DeclaredCap) {
+func declareCaps(t testing.TB, cid string, caps []client.DeclaredCap) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"caps": caps})
 	req, err := http.NewRequest(http.MethodPut, adminURL+"/v1/campaigns/"+cid, bytes.NewReader(body))
