@@ -19,6 +19,17 @@ type capsService struct {
 	campaigns   campaign.Counters
 	maxItems    int
 	readTimeout time.Duration
+	m           *metrics
+}
+
+// answer validates and decides one bid request, counting the verdicts.
+func (s *capsService) answer(ctx context.Context, in *counting.DecideRequest) ([]counting.Verdict, error) {
+	if err := s.parser.CheckDecide(in, s.maxItems); err != nil {
+		return nil, err
+	}
+	out := s.campaigns.Answer(ctx, in, s.readTimeout)
+	s.m.decided(out)
+	return out, nil
 }
 
 var _ freqcapv1connect.CapsHandler = (*capsService)(nil)
@@ -29,10 +40,10 @@ func (s *capsService) Decide(ctx context.Context, r *connect.Request[freqcapv1.D
 	for i, c := range req.GetCandidates() {
 		in.Candidates[i].CID = c.GetCid()
 	}
-	if err := s.parser.CheckDecide(&in, s.maxItems); err != nil {
+	verdicts, err := s.answer(ctx, &in)
+	if err != nil {
 		return nil, invalidRPC(err)
 	}
-	verdicts := s.campaigns.Answer(ctx, &in, s.readTimeout)
 	out := &freqcapv1.DecideRsp{Results: make([]*freqcapv1.DecideVerdict, len(verdicts))}
 	for i, v := range verdicts {
 		pv := &freqcapv1.DecideVerdict{Cid: v.CID, Allowed: v.Allowed, Code: int32(v.Code), Msg: v.Msg, Reason: v.Reason,

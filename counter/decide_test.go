@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -72,6 +73,23 @@ func TestDecideByCampaignIDs(t *testing.T) {
 	}
 	call(t, "POST", base+"/v1/incr?cid=d4&device=dv&paceWindowSec=600&eid=g1", "")
 	got := decide(t, base, "dv", "d1", "d2", "d3", "d4", "d5", "nobody")
+	// Counted by result, and a block by the blocking cap's level and window.
+	mresp, err := http.Get(opsURL(t, base) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	for _, want := range []string{
+		`freqcap_counter_decide_verdicts_total{level="campaign",result="blocked",window="day"} 2`,
+		`freqcap_counter_decide_verdicts_total{level="campaign",result="blocked",window="seconds"} 1`,
+		`freqcap_counter_decide_verdicts_total{level="none",result="allowed",window="none"} 2`,
+		`freqcap_counter_decide_verdicts_total{level="none",result="unknown",window="none"} 1`,
+	} {
+		if !strings.Contains(string(mb), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	want := []struct {
 		allowed bool
 		cap     *counting.Cap

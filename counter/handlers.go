@@ -314,18 +314,18 @@ func handleSchema(s Settings) http.Handler {
 // handleDecide is POST /v1/decide: one bid request's identities and
 // candidate campaigns in, per candidate allowed or the declared cap that
 // blocks it, within the read deadline, failing open per candidate.
-func handleDecide(log *slog.Logger, p *campaign.Parser, c campaign.Counters, maxItems int, readTimeout time.Duration) http.Handler {
+func handleDecide(log *slog.Logger, caps *capsService) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req counting.DecideRequest
-		if err := decodeBody(w, r, batchBody(maxItems), &req, `{"identities":{...},"candidates":[{"cid":...}]}`); err != nil {
+		if err := decodeBody(w, r, batchBody(caps.maxItems), &req, `{"identities":{...},"candidates":[{"cid":...}]}`); err != nil {
 			httpjson.Error(w, r, log, err)
 			return
 		}
-		if err := p.CheckDecide(&req, maxItems); err != nil {
+		out, err := caps.answer(r.Context(), &req)
+		if err != nil {
 			httpjson.Error(w, r, log, err)
 			return
 		}
-		out := counting.DecideResponse{Msg: "ok", Results: c.Answer(r.Context(), &req, readTimeout)}
-		httpjson.Write(w, http.StatusOK, out)
+		httpjson.Write(w, http.StatusOK, counting.DecideResponse{Msg: "ok", Results: out})
 	})
 }

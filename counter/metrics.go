@@ -8,6 +8,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
+
+	"github.com/freqcap/freqcap/shared/apierr"
+	"github.com/freqcap/freqcap/shared/counting"
 )
 
 // metrics are the counter's own series; HTTP request metrics come from
@@ -20,6 +23,7 @@ type metrics struct {
 	duplicates    prometheus.Counter
 	limitChecks   *prometheus.CounterVec
 	staleReads    prometheus.Counter
+	verdicts      *prometheus.CounterVec
 }
 
 // RedisError, Duplicate, Cache and StaleReads are what the core store
@@ -30,6 +34,24 @@ func (m *metrics) StaleReads(n int)     { m.staleReads.Add(float64(n)) }
 func (m *metrics) Cache(hits, misses int) {
 	m.cacheHits.Add(float64(hits))
 	m.cacheMisses.Add(float64(misses))
+}
+
+// decided counts a decide's verdicts: a blocked one by the level and the
+// window unit of the cap that blocked it.
+func (m *metrics) decided(vs []counting.Verdict) {
+	for i := range vs {
+		v := &vs[i]
+		result, level, window := "allowed", "none", "none"
+		switch {
+		case v.Degraded:
+			result = "degraded"
+		case v.Code == apierr.KeyNotFound:
+			result = "unknown"
+		case !v.Allowed && v.Cap != nil:
+			result, level, window = "blocked", v.Cap.Level, v.Cap.Window.Unit
+		}
+		m.verdicts.WithLabelValues(result, level, window).Inc()
+	}
 }
 
 // limitCheck counts one rate-limit check's outcome.
@@ -67,8 +89,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "freqcap_counter_stale_reads_total",
 			Help: "Items of reads Redis could not serve in time, answered with their last-known value (younger than COUNTER_STALE_MAX).",
 		}),
+		verdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "freqcap_counter_decide_verdicts_total",
+			Help: "Candidates of /v1/decide and Caps/Decide by result (allowed, blocked, degraded: allowed with counts unread, unknown: nothing declared) and, when blocked, the level and the window unit of the blocking cap.",
+		}, []string{"result", "level", "window"}),
 	}
-	reg.MustRegister(m.degradedReads, m.cacheHits, m.cacheMisses, m.redisErrors, m.duplicates, m.limitChecks, m.staleReads)
+	reg.MustRegister(m.degradedReads, m.cacheHits, m.cacheMisses, m.redisErrors, m.duplicates, m.limitChecks, m.staleReads, m.verdicts)
 	return m
 }
 

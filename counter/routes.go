@@ -23,7 +23,7 @@ func addRoutes(r chi.Router, d deps) {
 	r.Method(http.MethodPost, "/v1/incr/batch", m.Route("/v1/incr/batch", handleIncrBatch(d.log, d.parser, d.campaigns, d.settings.MaxBatch, d.settings.WriteTimeout)))
 	r.Method(http.MethodGet, "/v1/freq", m.Route("/v1/freq", handleFreq(d.log, d.parser, d.campaigns, d.degrader)))
 	r.Method(http.MethodPost, "/v1/freq/batch", m.Route("/v1/freq/batch", handleFreqBatch(d.log, d.parser, d.campaigns, d.degrader, d.settings.MaxReadBatch)))
-	r.Method(http.MethodPost, "/v1/decide", m.Route("/v1/decide", handleDecide(d.log, d.parser, d.campaigns, d.settings.MaxReadBatch, d.settings.ReadTimeout)))
+	r.Method(http.MethodPost, "/v1/decide", m.Route("/v1/decide", handleDecide(d.log, d.caps)))
 	r.Method(http.MethodPost, "/v1/pace", m.Route("/v1/pace", handlePace(d.log, d.parser, d.campaigns, d.settings.WriteTimeout)))
 	r.Method(http.MethodPost, "/v1/items", m.Route("/v1/items", handleItems(d.log, d.limits, d.store, d.degrader, d.settings.MaxBatch, d.settings.WriteTimeout)))
 	r.Method(http.MethodPost, "/v1/limit", m.Route("/v1/limit", handleLimit(d.limiter)))
@@ -35,8 +35,7 @@ func addRoutes(r chi.Router, d deps) {
 	r.Handle(rpc+"*", m.Route(rpc, fc))
 	rpc, rl := freqcapv1connect.NewRateLimiterHandler(&rateLimiter{l: d.limiter, maxBatch: d.settings.MaxBatch}, connect.WithReadMaxBytes(int(batchBody(d.settings.MaxBatch))), connect.WithCodec(protoJSON{}))
 	r.Handle(rpc+"*", m.Route(rpc, rl))
-	rpc, cs := freqcapv1connect.NewCapsHandler(&capsService{parser: d.parser, campaigns: d.campaigns, maxItems: d.settings.MaxReadBatch, readTimeout: d.settings.ReadTimeout},
-		connect.WithReadMaxBytes(int(batchBody(d.settings.MaxReadBatch))), connect.WithCodec(protoJSON{}))
+	rpc, cs := freqcapv1connect.NewCapsHandler(d.caps, connect.WithReadMaxBytes(int(batchBody(d.settings.MaxReadBatch))), connect.WithCodec(protoJSON{}))
 	r.Handle(rpc+"*", m.Route(rpc, cs))
 	reflector := grpcreflect.NewStaticReflector(freqcapv1connect.FrequencyControlName, freqcapv1connect.RateLimiterName, freqcapv1connect.CapsName, grpchealth.HealthV1ServiceName)
 	r.Handle(mountRPC(grpcreflect.NewHandlerV1(reflector)))
