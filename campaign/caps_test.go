@@ -29,6 +29,9 @@ func TestCheckCapsNamesTheField(t *testing.T) {
 			want: "caps[1].window: an exact window of 60 s"},
 		"an exact window other than paceWindowSec": {caps: []Cap{{Window: Window{Unit: UnitMinutes, N: 10}, Limit: 1}}, pace: 300, want: "paceWindowSec is 300"},
 		"the exact window of paceWindowSec":        {caps: []Cap{{Window: Window{Unit: UnitMinutes, N: 5}, Limit: 1}}, pace: 300},
+		"12 caps":                                  {caps: manyCaps(12)},
+		"32 caps":                                  {caps: manyCaps(MaxCaps)},
+		"33 caps":                                  {caps: manyCaps(MaxCaps + 1), want: "caps: at most 32"},
 	} {
 		err := CheckCaps(tt.caps, b, tt.pace)
 		switch {
@@ -51,4 +54,16 @@ func TestNeedsAreTheLargestWindowsByEvent(t *testing.T) {
 	if got["win"] != (Need{Hours: 24}) || got["imp"] != (Need{PaceSec: 600}) || len(got) != 2 {
 		t.Errorf("Needs = %v", got)
 	}
+}
+
+// manyCaps are n valid caps: days and hour windows of every event.
+func manyCaps(n int) []Cap {
+	out := make([]Cap, n)
+	for i := range out {
+		out[i] = Cap{Event: []string{"win", "billing", "imp"}[i%3], Window: Window{Unit: UnitHours, N: 1 + i}, Limit: int64(1 + i)}
+		if i%4 == 0 {
+			out[i].Window = Window{Unit: UnitDay, N: 1}
+		}
+	}
+	return out
 }

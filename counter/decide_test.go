@@ -178,14 +178,14 @@ func (m *capModel) decide(now time.Time, cid, dev string, caps []counting.Cap) (
 	return true, nil, 0
 }
 
-// randomCaps declares 1 to 3 caps on win and imp: days, hours and one
+// randomCaps declares 1 to 12 caps on win and imp: days, hours and one
 // exact window per event (the one length a campaign's event may have).
 func randomCaps(rng *rand.Rand) []counting.Cap {
 	exact := map[string]counting.CapWindow{}
 	var caps []counting.Cap
-	for range 1 + rng.IntN(3) {
+	for range 1 + rng.IntN(12) {
 		ev := []string{"win", "imp"}[rng.IntN(2)]
-		c := counting.Cap{Level: "campaign", Event: ev, Dim: "device", Limit: int64(1 + rng.IntN(4))}
+		c := counting.Cap{Level: "campaign", Event: ev, Dim: "device", Limit: int64(1 + rng.IntN(12))}
 		switch rng.IntN(3) {
 		case 0:
 			c.Window = counting.CapWindow{Unit: campaign.UnitDay, N: 1}
@@ -227,7 +227,7 @@ func TestDecideAgreesWithModel(t *testing.T) {
 	}
 	m := &capModel{}
 	ctx := t.Context()
-	decided, blocked := 0, 0
+	decided, blocked, later := 0, 0, 0
 	for step := range 1500 {
 		clk.Add(time.Duration(rng.IntN(60_000)) * time.Millisecond)
 		dev := fmt.Sprintf("d%d", rng.IntN(2))
@@ -254,14 +254,17 @@ func TestDecideAgreesWithModel(t *testing.T) {
 			decided++
 			if !allowed {
 				blocked++
+				if cp != &decls[g.CID].Caps[0] {
+					later++ // an earlier cap was under its limit: the one named is not simply the first
+				}
 			}
 		}
 	}
 	// The stream must have exercised both answers.
-	if blocked == 0 || blocked == decided {
-		t.Fatalf("%d of %d decisions blocked: the stream decides nothing", blocked, decided)
+	if blocked == 0 || blocked == decided || later == 0 {
+		t.Fatalf("%d of %d decisions blocked, %d by a cap after the first: the stream decides too little", blocked, decided, later)
 	}
-	t.Logf("%d decisions, %d blocked", decided, blocked)
+	t.Logf("%d decisions, %d blocked, %d by a cap after the first", decided, blocked, later)
 }
 
 // With Redis frozen, a decide answers within the deadline, per candidate:
