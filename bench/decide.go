@@ -63,36 +63,32 @@ func (st *stack) declare(ctx context.Context, cids []string) error {
 	return nil
 }
 
+// decideClient is the client a decide run calls with: direct (reading
+// Redis) for names ending in -direct, else over HTTP; the bench counter's
+// 100 ms deadline.
+func (st *stack) decideClient(name string) (*client.Client, error) {
+	opts := client.Options{Timeout: 100 * time.Millisecond}
+	if strings.HasSuffix(name, "-direct") {
+		return client.NewDirect("redis://"+st.redisAddr, opts, client.DirectOptions{})
+	}
+	return client.New(st.counterURL, opts)
+}
+
 // decide times one Decide of 50 candidates at decideRate calls/s from the
 // bench process: over HTTP through the counter (name decide-50-http) or
 // reading Redis directly (decide-50-direct); by campaign id with the caps
-// declared (DecideIDs, decide-50-ids-http and decide-50-ids-direct). Calls are started on a
-// schedule, not one after the other, so a slow call does not hide the
-// queue behind it. Both use the bench counter's 100 ms deadline; a
-// degraded call is an error.
+// declared (DecideIDs, decide-50-ids-http and decide-50-ids-direct). Calls
+// are started on a schedule, not one after the other, so a slow call does
+// not hide the queue behind it. A degraded call is an error.
 func (st *stack) decide(ctx context.Context, name string) (result, error) {
-	opts := client.Options{Timeout: 100 * time.Millisecond}
-	var c *client.Client
-	var err error
-	if strings.HasSuffix(name, "-direct") {
-		c, err = client.NewDirect("redis://"+st.redisAddr, opts, client.DirectOptions{})
-	} else {
-		c, err = client.New(st.counterURL, opts)
-	}
+	c, err := st.decideClient(name)
 	if err != nil {
 		return result{}, err
 	}
 	defer c.Close()
-	cands := decideCandidates()
-	byIDs := strings.Contains(name, "-ids-")
-	cids := make([]string, len(cands))
-	for i := range cands {
-		cids[i] = cands[i].CID
-	}
-	if byIDs {
-		if err := st.declare(ctx, cids); err != nil {
-			return result{}, err
-		}
+	ask, what, err := st.decideAsk(ctx, c, name)
+	if err != nil {
+		return result{}, err
 	}
 	var mu sync.Mutex
 	var took []time.Duration
@@ -100,12 +96,7 @@ func (st *stack) decide(ctx context.Context, name string) (result, error) {
 	call := func(i int) {
 		ids := client.Identities{"device": deviceID(i * 7919 % st.s.fill), "bundle": "com.hot", "tagid": "7"}
 		start := time.Now()
-		var err error
-		if byIDs {
-			_, err = c.DecideIDs(ctx, ids, cids)
-		} else {
-			_, err = c.Decide(ctx, ids, cands)
-		}
+		err := ask(ids)
 		d := time.Since(start)
 		mu.Lock()
 		defer mu.Unlock()
@@ -135,9 +126,30 @@ func (st *stack) decide(ctx context.Context, name string) (result, error) {
 		q := func(p float64) time.Duration { return took[min(len(took)-1, int(p*float64(len(took))))] }
 		r.p50, r.p99, r.p999 = q(0.50), q(0.99), q(0.999)
 	}
-	r.note = fmt.Sprintf("%d calls of 50 candidates (150 counters), %d degraded", len(took), failed)
-	if byIDs {
-		r.note = fmt.Sprintf("%d calls of 50 candidates by id (3 declared caps each on device and bundle), %d degraded", len(took), failed)
-	}
+	r.note = fmt.Sprintf("%d calls of %s, %d degraded", len(took), what, failed)
 	return r, ctx.Err()
+}
+
+// decideAsk is one call of a decide run and what it asks: Decide with the
+// candidates' caps, or, for names with -ids-, DecideIDs with their ids
+// (their caps declared first).
+func (st *stack) decideAsk(ctx context.Context, c *client.Client, name string) (func(client.Identities) error, string, error) {
+	cands := decideCandidates()
+	if !strings.Contains(name, "-ids-") {
+		return func(ids client.Identities) error {
+			_, err := c.Decide(ctx, ids, cands)
+			return err
+		}, "50 candidates (150 counters)", nil
+	}
+	cids := make([]string, len(cands))
+	for i := range cands {
+		cids[i] = cands[i].CID
+	}
+	if err := st.declare(ctx, cids); err != nil {
+		return nil, "", err
+	}
+	return func(ids client.Identities) error {
+		_, err := c.DecideIDs(ctx, ids, cids)
+		return err
+	}, "50 candidates by id (3 declared caps each on device and bundle)", nil
 }
