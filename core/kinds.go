@@ -33,6 +33,8 @@ type kind interface {
 var kinds = map[counting.Kind]kind{
 	counting.Day:     windowKind{unit: counting.Day},
 	counting.Seconds: windowKind{unit: counting.Seconds},
+	counting.Week:    naturalKind{unit: counting.Week},
+	counting.Month:   naturalKind{unit: counting.Month},
 	counting.Hours:   hoursKind{},
 	counting.Sliding: slidingKind{},
 

@@ -168,7 +168,7 @@ func TestItemsEndpoint(t *testing.T) {
 
 	for _, tt := range []struct{ body, want string }{
 		{`{"items":[{"scope":{"campaign":"42"},"subject":{"dim":"device","id":"d"},"spec":{"kind":"day","span":1},"hits":1},{"scope":{"campaign":"42"},"subject":{"dim":"device","id":"d"},"spec":{"kind":"day","span":1},"hits":0}]}`, "items[1].hits: a batch is all reads"},
-		{`{"items":[{"scope":{"campaign":"42"},"subject":{"dim":"device","id":"d"},"spec":{"kind":"month","span":1},"hits":1}]}`, "items[0].spec.kind must be one of"},
+		{`{"items":[{"scope":{"campaign":"42"},"subject":{"dim":"device","id":"d"},"spec":{"kind":"fortnight","span":1},"hits":1}]}`, "items[0].spec.kind must be one of"},
 		{`{"items":[{"scope":{"campaign":"42"},"subject":{"dim":"device","id":"d"},"spec":{"kind":"day","span":2},"hits":1}]}`, "items[0].spec: campaign counters count natural days with span 1"},
 		{`{"items":[{"scope":{"business":7,"campaign":"1"},"subject":{"id":"k"},"spec":{"kind":"day","span":1},"hits":1}]}`, "items[0].scope: give campaign or business"},
 		{`{"items":[{"scope":{"business":7},"subject":{"id":"a\u200bb"},"spec":{"kind":"day","span":1},"hits":1}]}`, "items[0].subject.id (the key) must be"},

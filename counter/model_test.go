@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -467,5 +468,162 @@ func TestEventIDsAgreeWithModel(t *testing.T) {
 	}
 	if dups < 50 {
 		t.Fatalf("only %d duplicates in the stream", dups)
+	}
+}
+
+// modelPeriodEnd finds the end of now's natural week (Monday 00:00) or
+// month in loc by walking minute by minute until the date in loc starts a
+// new one: slow, and independent of the implementation's calendar.
+func modelPeriodEnd(now time.Time, loc *time.Location, unit counting.Kind) time.Time {
+	t := now.Truncate(time.Minute)
+	for {
+		before := t.In(loc)
+		t = t.Add(time.Minute)
+		after := t.In(loc)
+		if before.Day() == after.Day() {
+			continue
+		}
+		if unit == counting.Week && after.Weekday() == time.Monday || unit == counting.Month && after.Month() != before.Month() {
+			return t
+		}
+	}
+}
+
+// The model's period ends on the dates that matter: New York's 169-hour
+// week of the fall-back Sunday, its 167-hour week of spring-forward, a
+// month's end and a year's.
+func TestModelPeriodEndMatchesCalendar(t *testing.T) {
+	ny, _ := time.LoadLocation("America/New_York")
+	for _, tt := range []struct {
+		now  time.Time
+		unit counting.Kind
+		want time.Time
+		len  time.Duration // from the period's start, for weeks
+	}{
+		{time.Date(2026, 10, 28, 12, 0, 0, 0, ny), counting.Week, time.Date(2026, 11, 2, 0, 0, 0, 0, ny), 169 * time.Hour},
+		{time.Date(2027, 3, 14, 23, 0, 0, 0, ny), counting.Week, time.Date(2027, 3, 15, 0, 0, 0, 0, ny), 167 * time.Hour},
+		{time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC), counting.Week, time.Date(2026, 12, 14, 0, 0, 0, 0, time.UTC), 168 * time.Hour},
+		{time.Date(2026, 11, 30, 23, 59, 0, 0, ny), counting.Month, time.Date(2026, 12, 1, 0, 0, 0, 0, ny), 0},
+		{time.Date(2026, 12, 31, 10, 0, 0, 0, time.UTC), counting.Month, time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), 0},
+	} {
+		got := modelPeriodEnd(tt.now, tt.now.Location(), tt.unit)
+		if !got.Equal(tt.want) {
+			t.Errorf("%s of %s ends %s, want %s", tt.unit, tt.now, got, tt.want)
+		}
+		if tt.len > 0 {
+			start := modelPeriodEnd(tt.want.Add(-8*24*time.Hour), tt.now.Location(), counting.Week)
+			if got.Sub(start) != tt.len {
+				t.Errorf("the week ending %s lasts %s, want %s", got, got.Sub(start), tt.len)
+			}
+		}
+	}
+}
+
+// TestNaturalPeriodsAgreeWithModel runs random hits and reads of a
+// campaign's week and month counters across real period ends: the end of
+// New York's 169-hour week (the fall-back Sunday) and a month's end in
+// Shanghai. Decisions within a few ms of the end are not compared, as in
+// TestWindowsAgreeWithModel.
+func TestNaturalPeriodsAgreeWithModel(t *testing.T) {
+	ny, _ := time.LoadLocation("America/New_York")
+	sh, _ := time.LoadLocation("Asia/Shanghai")
+	for ti, tt := range []struct {
+		name, tz string
+		loc      *time.Location
+		at       time.Time
+		unit     counting.Kind
+	}{
+		{"end of the 169 h week", "America/New_York", ny, time.Date(2026, 11, 1, 23, 59, 58, 800_000_000, ny), counting.Week},
+		{"end of November", "Asia/Shanghai", sh, time.Date(2026, 11, 30, 23, 59, 58, 800_000_000, sh), counting.Month},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Start(t)
+			s := testSettings(t, srv.URL(), "COUNTER_TIMEZONE="+tt.tz)
+			clk := newRealClock(tt.at)
+			st := newTestStore(t, srv.URL(), s, clk.Now)
+			t.Cleanup(st.Close)
+			rng := rand.New(rand.NewPCG(uint64(ti), 7))
+			m := &windowModel{}
+			it := counting.Item{Scope: counting.Scope{Campaign: "c" + strconv.Itoa(ti), Event: "win"}, Subject: counting.Subject{Dim: "device", ID: "d"},
+				Spec: counting.Spec{Kind: tt.unit, Span: 1}}
+			const guard = 100 // ms either side of the end, as in TestWindowsAgreeWithModel
+			end := time.Now().Add(2500 * time.Millisecond)
+			compared, crossed := 0, false
+			for time.Now().Before(end) {
+				time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond) // pace of the stream, not a wait
+				write := rng.IntN(3) > 0
+				w := it
+				if write {
+					w.Hits = int64(1 + rng.IntN(3))
+				}
+				var got counting.Result
+				if write {
+					got = writeOne(t, st.Store, w)
+				} else {
+					got = readOne(t, st.Store, w)
+				}
+				t0 := clk.Last()
+				nowMs := t0.UnixMilli()
+				periodEnd := modelPeriodEnd(t0, tt.loc, tt.unit).UnixMilli()
+				crossed = crossed || t0.After(tt.at.Add(1200*time.Millisecond))
+				want := m.count
+				if !m.live(nowMs) {
+					want = 0
+				}
+				if write {
+					want = m.hit(nowMs, w.Hits, periodEnd)
+				}
+				if m.endMs > 0 && abs(nowMs-m.endMs) < guard {
+					if write { // either side may have won the race: follow Redis
+						m.count, m.endMs = got.Count, periodEnd
+					}
+					continue
+				}
+				compared++
+				if got.Count != want || got.Code == 0 && abs(got.TTLMs-(periodEnd-nowMs)) > guard {
+					t.Fatalf("%s at %s: %+v, model count %d, period ends %s", map[bool]string{true: "hit", false: "read"}[write],
+						t0.In(tt.loc), got, want, time.UnixMilli(periodEnd).In(tt.loc))
+				}
+			}
+			if compared < 20 || !crossed {
+				t.Fatalf("only %d decisions compared (crossed the end: %v)", compared, crossed)
+			}
+		})
+	}
+}
+
+// Event ids remembered before week and month took bits 4 and 8 (scores
+// of unix ms * 4 + bits) still answer "counted before" after the upgrade,
+// and are pruned by their own scale once older than the dedupe TTL.
+func TestEventIDsOfTheOldScoreScaleStillDedupe(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := newClock(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC))
+	v, s := testStore(t, srv, clk)
+	c := newClient(t, srv.URL())
+	it := counting.Item{Scope: counting.Scope{Campaign: "up", Event: "win"}, Subject: counting.Subject{Dim: "device", ID: "d"},
+		Spec: counting.Spec{Kind: counting.Day, Span: 1}, Hits: 1}
+	nowMs := clk.Now().UnixMilli()
+	stale := nowMs - s.DedupeTTL.Milliseconds() - 1000
+	// "old-1" counted on the day (bit 1) a second ago, "old-2" long ago.
+	if err := raw(t, c, "ZADD", core.Dedupe(&it), strconv.FormatInt((nowMs-1000)*4+1, 10), "old-1", strconv.FormatInt(stale*4+1, 10), "old-2").Error(); err != nil {
+		t.Fatal(err)
+	}
+	raw(t, c, "SET", core.Window(&it), "1")
+	it.EventID = "old-1"
+	if r := writeOne(t, v.Store, it); !r.Duplicate || r.Count != 1 {
+		t.Errorf("a replay of an id counted before the upgrade: %+v, want a duplicate of count 1", r)
+	}
+	it.EventID = "new-1"
+	if r := writeOne(t, v.Store, it); r.Duplicate || r.Count != 2 {
+		t.Errorf("a new id: %+v, want count 2", r)
+	}
+	if n, _ := raw(t, c, "ZSCORE", core.Dedupe(&it), "old-2").ToString(); n != "" {
+		t.Errorf("an id older than the dedupe TTL is still remembered: score %s", n)
+	}
+	it.Spec = counting.Spec{Kind: counting.Week, Span: 1}
+	it.EventID = "old-1"
+	if r := writeOne(t, v.Store, it); r.Duplicate || r.Count != 1 {
+		t.Errorf("the old id on the week, a counter it never counted on: %+v, want counted once", r)
 	}
 }

@@ -9,8 +9,8 @@
 --
 -- KEYS[1]   dedupe set dedup:{<tag>}: ZSet, member = event id, score =
 --           unix ms when last counted * W + the bits of the counters it
---           counted on (window 1, hours 2); members older than the dedupe
---           TTL are pruned on every run.
+--           counted on (window 1, hours 2, week 4, month 8); members older
+--           than the dedupe TTL are pruned on every run.
 -- KEYS[1+i] the key of counter i
 -- ARGV[1]   hits of each event (> 0)
 -- ARGV[2]   now, unix ms
@@ -25,15 +25,20 @@
 -- before (nothing changed there) or 0. A counter that appears twice in one
 -- event counts once for an event id, as a second run would.
 local hits, now, ttl, ne = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
--- W, the score's room for the parts' bits: the power of two above the
--- largest bit, so a new part takes the next bit and nothing else changes.
-local w = 1
+-- W, the score's room for the parts' bits: 1024, room for ten parts, so a
+-- new part takes the next bit and no score changes meaning. Scores written
+-- with W = 4 (before week and month) are below LEGACY (unix ms * 4 until
+-- the year 9000) and decode with 4: an event counted just before an
+-- upgrade is still a duplicate just after it. They are pruned by their
+-- own scale, and none is written any more.
+local w, legacy = 1024, 1e15
 for _, p in pairs(parts) do
-  while w <= p.bit do w = w * 2 end
+  if p.bit >= w then return redis.error_reply('count.lua: a part bit of ' .. p.bit .. ' needs a larger W') end
 end
 local seen = {}
 if ttl > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ((now - ttl) * w))
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ((now - ttl) * 4))
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], legacy, '(' .. ((now - ttl) * w))
   if ne == 1 then
     seen[1] = redis.call('ZSCORE', KEYS[1], ARGV[5])
   else
@@ -53,7 +58,10 @@ local done, dup, counting = {}, {}, {}
 for j = 1, np do counting[j] = 0 end
 for i = 1, ne do
   local d = 0
-  if seen[i] then d = tonumber(seen[i]) % w end
+  if seen[i] then
+    d = tonumber(seen[i])
+    d = d < legacy and d % 4 or d % w
+  end
   seen[i] = d
   for j = 1, np do
     local b = fn[j].bit

@@ -14,6 +14,11 @@ const (
 	// TTL, opened by the first hit and ending at the end of the Span-th day
 	// counting today. Campaign counters take Span 1 (today).
 	Day Kind = "day"
+	// Week and Month count a campaign's natural week (Monday to Sunday)
+	// and calendar month in the counter's time zone: a String with a TTL to
+	// the period's end, opened by the first hit. Span 1 (this one).
+	Week  Kind = "week"
+	Month Kind = "month"
 	// Seconds counts in a window of Span seconds opened by the first hit
 	// (a String with a TTL, the frequency-control API's TIME_UNIT_SEC). It shares its key
 	// with Day: a business key has one live window whatever its unit.
