@@ -902,7 +902,9 @@ func TestDeclaredCapsDecideWhatIsCounted(t *testing.T) {
 	caps := `{"winLimitHours":0,"caps":[
 		{"level":"campaign","event":"win","window":{"unit":"day","n":1},"limit":3},
 		{"level":"campaign","event":"imp","window":{"unit":"hours","n":5},"limit":10},
-		{"level":"campaign","event":"imp","window":{"unit":"minutes","n":10,"minGapSec":60},"limit":2}]}`
+		{"level":"campaign","event":"imp","window":{"unit":"minutes","n":10,"minGapSec":60},"limit":2},
+		{"level":"campaign","event":"win","window":{"unit":"week","n":1},"limit":10},
+		{"level":"campaign","event":"imp","window":{"unit":"month","n":1},"limit":40}]}`
 	if code, _, body := s.do("PUT", url, caps); code != 200 || !strings.Contains(body, `"unit":"minutes"`) {
 		t.Fatalf("PUT caps: %d %s", code, body)
 	}
@@ -918,10 +920,12 @@ func TestDeclaredCapsDecideWhatIsCounted(t *testing.T) {
 	s.waitKey("freq:{imp:device:dc:d}", 1, 10*time.Second)
 	s.waitKey("freq:{win:device:dc:d}", 1, 10*time.Second)
 	s.waitSettled(10 * time.Second)
-	// imp is counted in its hour buckets and its 600 s exact window; win,
-	// whose only cap is the day, in neither.
+	// imp is counted in its hour buckets, its 600 s exact window and its
+	// month; win, whose caps are the day and the week, in its week only.
 	for key, want := range map[string]bool{"hfreq:{imp:device:dc:d}": true, "sfreq:{imp:device:dc:d}:600": true,
-		"hfreq:{win:device:dc:d}": false, "sfreq:{win:device:dc:d}:600": false} {
+		"freq:{imp:device:dc:d}:month": true, "freq:{imp:device:dc:d}:week": false,
+		"hfreq:{win:device:dc:d}": false, "sfreq:{win:device:dc:d}:600": false,
+		"freq:{win:device:dc:d}:week": true, "freq:{win:device:dc:d}:month": false} {
 		if got := s.exists(key); got != want {
 			t.Errorf("%s exists %v, want %v", key, got, want)
 		}
@@ -935,8 +939,11 @@ func TestDeclaredCapsDecideWhatIsCounted(t *testing.T) {
 		t.Fatalf("counts: %d %s", code, body)
 	}
 	imp := counts.Events["imp"].Counts["device"]
-	if imp.Day != 1 || imp.Windows["5"] != 1 || imp.Pace == nil || imp.Pace.Count != 1 {
-		t.Errorf("counts of imp: %+v, want the day, the 5-hour window and the exact window at 1", imp)
+	if imp.Day != 1 || imp.Windows["5"] != 1 || imp.Pace == nil || imp.Pace.Count != 1 || imp.Month == nil || *imp.Month != 1 {
+		t.Errorf("counts of imp: %+v, want the day, the 5-hour window, the exact window and the month at 1", imp)
+	}
+	if win := counts.Events["win"].Counts["device"]; win.Week == nil || *win.Week != 1 {
+		t.Errorf("counts of win: %+v, want the week at 1", win)
 	}
 	for body, want := range map[string]string{
 		`{"caps":[{"window":{"unit":"hours","n":500},"limit":1}]}`:                                                       "caps[0].window.n must be between 1 and 168",

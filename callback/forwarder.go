@@ -575,6 +575,7 @@ func (f *Forwarder) items(sch *counting.Schema, batch []entry) []counting.BatchI
 			it.WindowHours = []int{h}
 		}
 		it.PaceWindowSec = min(need.PaceSec, sch.MaxPaceWindowSec)
+		it.Week, it.Month = need.Week, need.Month
 		items[i] = it
 	}
 	return items

@@ -18,6 +18,8 @@ const (
 	LevelCampaign = "campaign"
 
 	UnitDay     = "day"
+	UnitWeek    = "week"
+	UnitMonth   = "month"
 	UnitHours   = "hours"
 	UnitMinutes = "minutes"
 	UnitSeconds = "seconds"
@@ -103,9 +105,9 @@ func checkCap(c *Cap, b CapBounds, i int) error {
 		return apierr.Invalid("caps[%d].window.minGapSec is for exact windows (minutes, seconds), 0 or more", i)
 	}
 	switch w.Unit {
-	case UnitDay:
+	case UnitDay, UnitWeek, UnitMonth:
 		if w.N != 1 {
-			return apierr.Invalid("caps[%d].window.n must be 1 for a day (today)", i)
+			return apierr.Invalid("caps[%d].window.n must be 1 for a %s (this one)", i, w.Unit)
 		}
 	case UnitHours:
 		if w.N < 1 || w.N > b.MaxHours {
@@ -119,17 +121,18 @@ func checkCap(c *Cap, b CapBounds, i int) error {
 			return apierr.Invalid("caps[%d].window.minGapSec must be at most the window (%d s)", i, seconds(w))
 		}
 	default:
-		return apierr.Invalid("caps[%d].window.unit must be one of day, hours, minutes, seconds (week, month and lifetime are not counted yet)", i)
+		return apierr.Invalid("caps[%d].window.unit must be one of day, week, month, hours, minutes, seconds (lifetime is not counted yet)", i)
 	}
 	return nil
 }
 
 // Need is what the notices of one event must be counted in for a
-// campaign's caps: the hours to keep summable (0: none) and the exact
-// window, in seconds (0: none).
+// campaign's caps: the hours to keep summable (0: none), the exact
+// window, in seconds (0: none), and the natural week and month.
 type Need struct {
-	Hours   int
-	PaceSec int
+	Hours       int
+	PaceSec     int
+	Week, Month bool
 }
 
 // Needs are, by event, what a campaign's caps need counted: the largest
@@ -143,6 +146,10 @@ func Needs(caps []Cap) map[string]Need {
 			n.Hours = max(n.Hours, c.Window.N)
 		case UnitMinutes, UnitSeconds:
 			n.PaceSec = seconds(c.Window)
+		case UnitWeek:
+			n.Week = true
+		case UnitMonth:
+			n.Month = true
 		}
 		out[c.Event] = n
 	}

@@ -24,7 +24,9 @@ func TestCheckCapsNamesTheField(t *testing.T) {
 		"an exact window too long":                  {caps: []Cap{{Window: Window{Unit: UnitMinutes, N: 61}, Limit: 1}}, want: "caps[0].window.n"},
 		"a gap on hours":                            {caps: []Cap{{Window: Window{Unit: UnitHours, N: 1, MinGapSec: 5}, Limit: 1}}, want: "caps[0].window.minGapSec"},
 		"a gap longer than its window":              {caps: []Cap{{Window: Window{Unit: UnitSeconds, N: 60, MinGapSec: 61}, Limit: 1}}, want: "caps[0].window.minGapSec"},
-		"a week":                                    {caps: []Cap{{Window: Window{Unit: "week", N: 1}, Limit: 1}}, want: "caps[0].window.unit"},
+		"this week and this month":                  {caps: []Cap{{Window: Window{Unit: UnitWeek, N: 1}, Limit: 5}, {Window: Window{Unit: UnitMonth, N: 1}, Limit: 20}}},
+		"two weeks":                                 {caps: []Cap{{Window: Window{Unit: UnitWeek, N: 2}, Limit: 1}}, want: "caps[0].window.n must be 1 for a week"},
+		"a lifetime":                                {caps: []Cap{{Window: Window{Unit: "lifetime", N: 1}, Limit: 1}}, want: "caps[0].window.unit"},
 		"two exact windows of one event": {caps: []Cap{{Window: Window{Unit: UnitMinutes, N: 10}, Limit: 1}, {Window: Window{Unit: UnitSeconds, N: 60}, Limit: 1}},
 			want: "caps[1].window: an exact window of 60 s"},
 		"an exact window other than paceWindowSec": {caps: []Cap{{Window: Window{Unit: UnitMinutes, N: 10}, Limit: 1}}, pace: 300, want: "paceWindowSec is 300"},
@@ -49,9 +51,11 @@ func TestNeedsAreTheLargestWindowsByEvent(t *testing.T) {
 		{Event: "win", Window: Window{Unit: UnitHours, N: 24}, Limit: 5},
 		{Event: "win", Window: Window{Unit: UnitDay, N: 1}, Limit: 9},
 		{Event: "imp", Window: Window{Unit: UnitMinutes, N: 10}, Limit: 1},
+		{Event: "imp", Window: Window{Unit: UnitMonth, N: 1}, Limit: 30},
+		{Event: "billing", Window: Window{Unit: UnitWeek, N: 1}, Limit: 7},
 	}
 	got := Needs(caps)
-	if got["win"] != (Need{Hours: 24}) || got["imp"] != (Need{PaceSec: 600}) || len(got) != 2 {
+	if got["win"] != (Need{Hours: 24}) || got["imp"] != (Need{PaceSec: 600, Month: true}) || got["billing"] != (Need{Week: true}) || len(got) != 3 {
 		t.Errorf("Needs = %v", got)
 	}
 }

@@ -32,6 +32,8 @@ type Query struct {
 	// PaceWindowSec > 0 records writes in that exact window too, and makes
 	// reads return its count and newest event.
 	PaceWindowSec int
+	// Week and Month count (and read) the natural week and month too.
+	Week, Month bool
 	// EID is the event id of a write.
 	EID string
 }
@@ -45,9 +47,10 @@ type Dim struct {
 // Counts are one dimension's values: today's count, the sum of each window
 // asked for (in Query.Windows order), and the exact window's state.
 type Counts struct {
-	Day     int64
-	Windows []int64
-	Pace    counting.Pace
+	Day         int64
+	Windows     []int64
+	Pace        counting.Pace
+	Week, Month int64
 }
 
 // Result is the answer for one Query. Counts line up with Query.Dims. Err is
@@ -81,6 +84,8 @@ const (
 	partDay part = iota
 	partWindow
 	partPace
+	partWeek
+	partMonth
 )
 
 // items turns queries into items; refs say where each item's answer goes.
@@ -102,6 +107,12 @@ func (q *Query) items(its []counting.Item, refs []ref, qi int, write bool) ([]co
 		}
 		if q.PaceWindowSec > 0 {
 			add(counting.Spec{Kind: counting.Sliding, Span: int64(q.PaceWindowSec)}, partPace, 0)
+		}
+		if q.Week {
+			add(counting.Spec{Kind: counting.Week, Span: 1}, partWeek, 0)
+		}
+		if q.Month {
+			add(counting.Spec{Kind: counting.Month, Span: 1}, partMonth, 0)
 		}
 	}
 	return its, refs
@@ -131,6 +142,10 @@ func fill(res []Result, r ref, got *counting.Result) {
 		c.Windows[r.w] = got.Count
 	case partPace:
 		c.Pace = counting.Pace{Count: got.Count, LastAt: got.LastAt}
+	case partWeek:
+		c.Week = got.Count
+	case partMonth:
+		c.Month = got.Count
 	}
 }
 
@@ -188,8 +203,10 @@ func (v Counters) IncrBatch(ctx context.Context, qs []Query) ([]Result, []error)
 // size is how many items q becomes.
 func (q *Query) size() int {
 	n := 1 + len(q.Windows)
-	if q.PaceWindowSec > 0 {
-		n++
+	for _, on := range []bool{q.PaceWindowSec > 0, q.Week, q.Month} {
+		if on {
+			n++
+		}
 	}
 	return n * len(q.Dims)
 }
@@ -398,6 +415,12 @@ func AnswerOf(q *Query, r *Result) counting.Answer {
 		if q.PaceWindowSec > 0 {
 			p := c.Pace
 			out.Pace = &p
+		}
+		if q.Week {
+			out.Week = &c.Week
+		}
+		if q.Month {
+			out.Month = &c.Month
 		}
 		a.Counts[dim.Name] = out
 	}

@@ -55,6 +55,10 @@ func (v Counters) Decide(ctx context.Context, ids map[string]string, cands []cou
 				}
 			case UnitMinutes, UnitSeconds:
 				qs[q].PaceWindowSec = seconds(cp.Window)
+			case UnitWeek:
+				qs[q].Week = true
+			case UnitMonth:
+				qs[q].Month = true
 			}
 			refs[i][k] = ref{i, q}
 		}
@@ -95,6 +99,10 @@ func judge(v *counting.Verdict, cp *Cap, q *Query, r *Result, nowMs int64) {
 	switch cp.Window.Unit {
 	case UnitDay:
 		count, reason = c.Day, ReasonDay
+	case UnitWeek:
+		count, reason = c.Week, ReasonWeek
+	case UnitMonth:
+		count, reason = c.Month, ReasonMonth
 	case UnitHours:
 		count, reason = c.Windows[slices.Index(q.Windows, cp.Window.N)], ReasonWindow
 	default:
@@ -112,6 +120,8 @@ func judge(v *counting.Verdict, cp *Cap, q *Query, r *Result, nowMs int64) {
 // How a cap blocks (counting.Verdict.Reason).
 const (
 	ReasonDay       = "day_cap"
+	ReasonWeek      = "week_cap"
+	ReasonMonth     = "month_cap"
 	ReasonWindow    = "window_cap"
 	ReasonPaceLimit = "pace_limit"
 	ReasonPaceGap   = "pace_gap"

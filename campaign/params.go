@@ -112,7 +112,7 @@ func IntParam(name, v string, lo, hi int) (int, error) {
 // FromItem turns a batch item into a query; field names in errors are
 // prefixed with the item's place, e.g. items[3].windowHours.
 func (p *Parser) FromItem(it counting.BatchItem, prefix string) (Query, error) {
-	q := Query{CID: it.CID, Event: it.Event, PaceWindowSec: it.PaceWindowSec, EID: it.EID}
+	q := Query{CID: it.CID, Event: it.Event, PaceWindowSec: it.PaceWindowSec, Week: it.Week, Month: it.Month, EID: it.EID}
 	if q.Event == "" {
 		q.Event = p.events[0]
 	}

@@ -178,6 +178,8 @@ type Reason string
 // Reasons a candidate is blocked.
 const (
 	DayCap    Reason = "day_cap"
+	WeekCap   Reason = "week_cap"  // DecideIDs: a declared natural week
+	MonthCap  Reason = "month_cap" // DecideIDs: a declared calendar month
 	WindowCap Reason = "window_cap"
 	PaceLimit Reason = "pace_limit"
 	PaceGap   Reason = "pace_gap"

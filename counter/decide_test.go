@@ -153,6 +153,14 @@ func (m *capModel) decide(now time.Time, cid, dev string, caps []counting.Cap) (
 				if y2, mo2, d2 := at.Date(); y2 == y && mo2 == mo && d2 == d {
 					count++
 				}
+			case campaign.UnitWeek:
+				if monday(at).Equal(monday(now)) {
+					count++
+				}
+			case campaign.UnitMonth:
+				if y2, mo2, _ := at.Date(); y2 == y && mo2 == mo {
+					count++
+				}
 			case campaign.UnitHours:
 				if h := e.atMs / 1000 / 3600; h > hour-int64(cp.Window.N) && h <= hour {
 					count++
@@ -178,17 +186,27 @@ func (m *capModel) decide(now time.Time, cid, dev string, caps []counting.Cap) (
 	return true, nil, 0
 }
 
-// randomCaps declares 1 to 12 caps on win and imp: days, hours and one
-// exact window per event (the one length a campaign's event may have).
+// monday is the start of t's week (UTC).
+func monday(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), t.Day()-(int(t.Weekday())+6)%7, 0, 0, 0, 0, time.UTC)
+}
+
+// randomCaps declares 1 to 12 caps on win and imp: days, weeks, months,
+// hours and one exact window per event (the one length a campaign's event
+// may have).
 func randomCaps(rng *rand.Rand) []counting.Cap {
 	exact := map[string]counting.CapWindow{}
 	var caps []counting.Cap
 	for range 1 + rng.IntN(12) {
 		ev := []string{"win", "imp"}[rng.IntN(2)]
 		c := counting.Cap{Level: "campaign", Event: ev, Dim: "device", Limit: int64(1 + rng.IntN(12))}
-		switch rng.IntN(3) {
+		switch rng.IntN(4) {
 		case 0:
-			c.Window = counting.CapWindow{Unit: campaign.UnitDay, N: 1}
+			c.Window = counting.CapWindow{Unit: []string{campaign.UnitDay, campaign.UnitWeek, campaign.UnitMonth}[rng.IntN(3)], N: 1}
+			c.Limit += int64(rng.IntN(3)) * 4 // longer periods, larger limits
+		case 3:
+			c.Window = counting.CapWindow{Unit: campaign.UnitWeek, N: 1}
 		case 1:
 			c.Window = counting.CapWindow{Unit: campaign.UnitHours, N: 1 + rng.IntN(6)}
 		default:
@@ -228,13 +246,15 @@ func TestDecideAgreesWithModel(t *testing.T) {
 	m := &capModel{}
 	ctx := t.Context()
 	decided, blocked, later := 0, 0, 0
+	reasons := map[string]int{}
 	for step := range 1500 {
 		clk.Add(time.Duration(rng.IntN(60_000)) * time.Millisecond)
 		dev := fmt.Sprintf("d%d", rng.IntN(2))
 		if rng.IntN(3) > 0 {
 			cid, ev := cands[rng.IntN(len(cands))].CID, []string{"win", "imp"}[rng.IntN(2)]
 			need := decls[cid].Need(ev)
-			q := campaign.Query{CID: cid, Event: ev, Dims: []campaign.Dim{{Name: "device", ID: dev}}, PaceWindowSec: need.PaceSec, EID: fmt.Sprint("e", step)}
+			q := campaign.Query{CID: cid, Event: ev, Dims: []campaign.Dim{{Name: "device", ID: dev}}, PaceWindowSec: need.PaceSec,
+				Week: need.Week, Month: need.Month, EID: fmt.Sprint("e", step)}
 			if need.Hours > 0 {
 				q.Windows = []int{need.Hours}
 			}
@@ -252,6 +272,7 @@ func TestDecideAgreesWithModel(t *testing.T) {
 					step, clk.Now().Format(time.TimeOnly), g.CID, dev, decls[g.CID].Caps, g, g.Cap, allowed, cp, count)
 			}
 			decided++
+			reasons[g.Reason]++
 			if !allowed {
 				blocked++
 				if cp != &decls[g.CID].Caps[0] {
@@ -264,7 +285,12 @@ func TestDecideAgreesWithModel(t *testing.T) {
 	if blocked == 0 || blocked == decided || later == 0 {
 		t.Fatalf("%d of %d decisions blocked, %d by a cap after the first: the stream decides too little", blocked, decided, later)
 	}
-	t.Logf("%d decisions, %d blocked, %d by a cap after the first", decided, blocked, later)
+	for _, r := range []string{campaign.ReasonDay, campaign.ReasonWeek, campaign.ReasonMonth, campaign.ReasonWindow, campaign.ReasonPaceLimit, campaign.ReasonPaceGap} {
+		if reasons[r] == 0 {
+			t.Errorf("no decision blocked by %s: %v", r, reasons)
+		}
+	}
+	t.Logf("%d decisions, %d blocked, %d by a cap after the first; %v", decided, blocked, later, reasons)
 }
 
 // With Redis frozen, a decide answers within the deadline, per candidate:

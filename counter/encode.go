@@ -21,7 +21,7 @@ import (
 //
 //	{"code":0,"msg":"..","cid":"42","event":"win","windowHours":[2,24],
 //	 "paceWindowSec":600,"counts":{"device":{"day":3,"windows":{"2":1,"24":2},
-//	 "pace":{"count":1,"lastAt":1796210000123}}},"degraded":false,"duplicate":true}
+//	 "pace":{"count":1,"lastAt":1796210000123},"week":5,"month":9}},"degraded":false,"duplicate":true}
 type answer struct {
 	q         *campaign.Query
 	res       *campaign.Result
@@ -105,6 +105,14 @@ func (a *answer) appendCounts(b []byte, i int) []byte {
 		b = append(b, `,"lastAt":`...)
 		b = strconv.AppendInt(b, c.Pace.LastAt, 10)
 		b = append(b, '}')
+	}
+	if q.Week {
+		b = append(b, `,"week":`...)
+		b = strconv.AppendInt(b, c.Week, 10)
+	}
+	if q.Month {
+		b = append(b, `,"month":`...)
+		b = strconv.AppendInt(b, c.Month, 10)
 	}
 	return append(b, '}')
 }

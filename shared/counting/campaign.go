@@ -36,6 +36,10 @@ type Counts struct {
 	Windows map[string]int64 `json:"windows,omitempty"`
 	// Pace is the exact window's state, when one was asked for.
 	Pace *Pace `json:"pace,omitempty"`
+	// Week and Month are this week's and this month's counts, when asked
+	// for.
+	Week  *int64 `json:"week,omitempty"`
+	Month *int64 `json:"month,omitempty"`
 }
 
 // Pace is the state of one exact sliding window.
@@ -51,6 +55,10 @@ type BatchItem struct {
 	Dims          map[string]string `json:"dims"`
 	WindowHours   []int             `json:"windowHours,omitempty"`
 	PaceWindowSec int               `json:"paceWindowSec,omitempty"`
+	// Week and Month count (and read) the natural week and calendar month
+	// too.
+	Week  bool `json:"week,omitempty"`
+	Month bool `json:"month,omitempty"`
 	// EID is the event id of a write (POST /v1/incr/batch); reads refuse it.
 	EID string `json:"eid,omitempty"`
 }

@@ -123,7 +123,8 @@ func (x *DecideCandidate) GetCid() string {
 	return ""
 }
 
-// CapWindow is a cap's window: unit "day" (n 1), "hours" (the last n),
+// CapWindow is a cap's window: unit "day", "week" or "month" (n 1: this
+// one), "hours" (the last n),
 // "minutes" or "seconds" (an exact sliding window, with an optional
 // minimum gap).
 type CapWindow struct {
@@ -275,7 +276,8 @@ type DecideVerdict struct {
 	Code int32        `protobuf:"varint,3,opt,name=code,proto3" json:"code,omitempty"`
 	Msg  string       `protobuf:"bytes,4,opt,name=msg,proto3" json:"msg,omitempty"`
 	Cap  *DeclaredCap `protobuf:"bytes,5,opt,name=cap,proto3" json:"cap,omitempty"`
-	// how cap blocks: day_cap, window_cap, pace_limit or pace_gap.
+	// how cap blocks: day_cap, week_cap, month_cap, window_cap, pace_limit
+	// or pace_gap.
 	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	// the blocking cap's count; for pace_gap, milliseconds since the last event.
 	Count    int64 `protobuf:"varint,7,opt,name=count,proto3" json:"count,omitempty"`
