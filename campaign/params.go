@@ -64,6 +64,16 @@ func (p *Parser) FromURL(vals url.Values, extra map[string]*string) (Query, erro
 				return q, err
 			}
 			q.PaceWindowSec = n
+		case "week", "month":
+			on, err := strconv.ParseBool(v)
+			if err != nil {
+				return q, apierr.Invalid("%s must be true or false, got %q", name, v)
+			}
+			if name == "week" {
+				q.Week = on
+			} else {
+				q.Month = on
+			}
 		default:
 			if dst, ok := extra[name]; ok {
 				*dst = v
@@ -151,7 +161,7 @@ func (p *Parser) sortDims(ds []Dim) {
 // unknownParam names every parameter the endpoint takes.
 func (p *Parser) unknownParam(name string, extra map[string]*string) error {
 	own := slices.Sorted(maps.Keys(extra))
-	valid := append([]string{"cid", "event", "eid", "windowHours", "paceWindowSec"}, own...)
+	valid := append([]string{"cid", "event", "eid", "windowHours", "paceWindowSec", "week", "month"}, own...)
 	return apierr.Invalid("unknown parameter %q: the parameters are %s and the dimensions %s",
 		name, strings.Join(valid, ", "), strings.Join(p.dims, ", "))
 }

@@ -368,3 +368,34 @@ func TestDecideRPC(t *testing.T) {
 		})
 	}
 }
+
+// /v1/incr and /v1/freq count and read this week and this month with
+// week=true and month=true; a value that is not a boolean is refused
+// naming the parameter, and pace takes neither.
+func TestWeekAndMonthOverHTTP(t *testing.T) {
+	srv := redistest.Start(t)
+	base := startCounter(t, srv.URL())
+	for i := range 2 {
+		code, m := call(t, "POST", fmt.Sprintf("%s/v1/incr?cid=wm&device=d&week=true&month=1&eid=wm-%d", base, i), "")
+		if code != 200 {
+			t.Fatalf("incr: %d %v", code, m)
+		}
+	}
+	call(t, "POST", base+"/v1/incr?cid=wm&device=d&week=true&eid=wm-3", "")
+	_, m := call(t, "GET", base+"/v1/freq?cid=wm&device=d&week=true&month=true", "")
+	expect(t, m, map[string]any{"counts.device.day": 3, "counts.device.week": 3, "counts.device.month": 2})
+	_, m = call(t, "GET", base+"/v1/freq?cid=wm&device=d", "")
+	if c := m["counts"].(map[string]any)["device"].(map[string]any); c["week"] != nil || c["month"] != nil {
+		t.Errorf("a read that asked for neither answers %v", c)
+	}
+	for _, u := range []string{"/v1/freq?cid=wm&device=d&week=maybe", "/v1/pace?cid=wm&device=d&windowSec=60&limit=1&month=true"} {
+		method := "GET"
+		if strings.HasPrefix(u, "/v1/pace") {
+			method = "POST"
+		}
+		code, m := call(t, method, base+u, "")
+		if code != 400 || !strings.Contains(fmt.Sprint(m["msg"]), map[bool]string{true: "month", false: "week"}[method == "POST"]) {
+			t.Errorf("%s: %d %v, want 400 naming the parameter", u, code, m)
+		}
+	}
+}

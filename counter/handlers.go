@@ -251,8 +251,8 @@ func handlePace(log *slog.Logger, p *campaign.Parser, store campaign.Counters, w
 			return
 		}
 		q, err := p.FromURL(vals, map[string]*string{"windowSec": &windowSec, "limit": &limit, "minGapSec": &minGapSec})
-		if err == nil && (len(q.Windows) > 0 || q.PaceWindowSec > 0) {
-			err = apierr.Invalid("pace takes windowSec, limit and minGapSec, not windowHours or paceWindowSec")
+		if err == nil && (len(q.Windows) > 0 || q.PaceWindowSec > 0 || q.Week || q.Month) {
+			err = apierr.Invalid("pace takes windowSec, limit and minGapSec, not windowHours, paceWindowSec, week or month")
 		}
 		rule, perr := paceRule(p, windowSec, limit, minGapSec)
 		if err == nil {
