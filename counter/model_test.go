@@ -576,7 +576,7 @@ func TestNaturalPeriodsAgreeWithModel(t *testing.T) {
 				}
 				if m.endMs > 0 && abs(nowMs-m.endMs) < guard {
 					if write { // either side may have won the race: follow Redis
-						m.count, m.endMs = got.Count, periodEnd
+						m.count, m.endMs = got.Count, nowMs+got.TTLMs
 					}
 					continue
 				}
