@@ -107,27 +107,32 @@ func loadSettings(environ []string) (Settings, error) {
 	default:
 		return s, fmt.Errorf("CALLBACK_UNKNOWN_CAMPAIGNS: want refuse or count, got %q", cfg.UnknownCamps)
 	}
+	return s, checkBounds(cfg)
+}
+
+// checkBounds checks the settings that must lie within bounds.
+func checkBounds(cfg Config) error {
 	switch {
 	case cfg.Partitions < 1 || cfg.Partitions > 1024:
-		return s, fmt.Errorf("CALLBACK_JOURNAL_PARTITIONS: must be between 1 and 1024, got %d", cfg.Partitions)
+		return fmt.Errorf("CALLBACK_JOURNAL_PARTITIONS: must be between 1 and 1024, got %d", cfg.Partitions)
 	case cfg.JournalMax < cfg.Partitions:
-		return s, fmt.Errorf("CALLBACK_JOURNAL_MAX: must be at least CALLBACK_JOURNAL_PARTITIONS (%d), got %d", cfg.Partitions, cfg.JournalMax)
+		return fmt.Errorf("CALLBACK_JOURNAL_MAX: must be at least CALLBACK_JOURNAL_PARTITIONS (%d), got %d", cfg.Partitions, cfg.JournalMax)
 	case cfg.JournalReplicas < 0 || cfg.JournalReplicas > 16:
-		return s, fmt.Errorf("CALLBACK_JOURNAL_REPLICAS: must be between 0 and 16, got %d", cfg.JournalReplicas)
+		return fmt.Errorf("CALLBACK_JOURNAL_REPLICAS: must be between 0 and 16, got %d", cfg.JournalReplicas)
 	case cfg.CampaignCacheBytes < 1<<20:
-		return s, fmt.Errorf("CALLBACK_CAMPAIGN_CACHE_BYTES: must be at least 1048576 (1 MiB), got %d", cfg.CampaignCacheBytes)
+		return fmt.Errorf("CALLBACK_CAMPAIGN_CACHE_BYTES: must be at least 1048576 (1 MiB), got %d", cfg.CampaignCacheBytes)
 	case cfg.DeadLetterAfter < 1:
-		return s, fmt.Errorf("CALLBACK_DEAD_LETTER_AFTER: must be at least 1, got %d", cfg.DeadLetterAfter)
+		return fmt.Errorf("CALLBACK_DEAD_LETTER_AFTER: must be at least 1, got %d", cfg.DeadLetterAfter)
 	case cfg.Workers < 1:
-		return s, fmt.Errorf("CALLBACK_WORKERS: must be at least 1, got %d", cfg.Workers)
+		return fmt.Errorf("CALLBACK_WORKERS: must be at least 1, got %d", cfg.Workers)
 	case cfg.BatchSize < 1 || cfg.BatchSize > 1000:
-		return s, fmt.Errorf("CALLBACK_BATCH_SIZE: must be between 1 and 1000 (the counter's COUNTER_MAX_BATCH), got %d", cfg.BatchSize)
+		return fmt.Errorf("CALLBACK_BATCH_SIZE: must be between 1 and 1000 (the counter's COUNTER_MAX_BATCH), got %d", cfg.BatchSize)
 	case cfg.BatchWait < 0 || cfg.BatchWait > time.Second:
-		return s, fmt.Errorf("CALLBACK_BATCH_WAIT: must be between 0 and 1s, got %s", cfg.BatchWait)
+		return fmt.Errorf("CALLBACK_BATCH_WAIT: must be between 0 and 1s, got %s", cfg.BatchWait)
 	case cfg.FlushDelay < 0 || cfg.FlushDelay > time.Millisecond:
-		return s, fmt.Errorf("CALLBACK_REDIS_FLUSH_DELAY: must be between 0 and 1ms, got %s", cfg.FlushDelay)
+		return fmt.Errorf("CALLBACK_REDIS_FLUSH_DELAY: must be between 0 and 1ms, got %s", cfg.FlushDelay)
 	}
-	return s, nil
+	return nil
 }
 
 // parseNoticeAges reads CALLBACK_MAX_NOTICE_AGE: one duration for every

@@ -696,9 +696,16 @@ func (f *Forwarder) attempt(batch []entry, items []counting.BatchItem) (attemptR
 	if err := gojson.Unmarshal(b, &a); err != nil || len(a.Results) != len(batch) {
 		return attemptResult{}, fmt.Errorf("counter answer of %d results for %d items: %v", len(a.Results), len(batch), err)
 	}
+	return f.sort(batch, items, a.Results), nil
+}
+
+// sort sorts a batch by the counter's answers: done, rejected (invalid),
+// dead (Redis refused it, or it failed in DeadLetterAfter answers that
+// wrote others) and again.
+func (f *Forwarder) sort(batch []entry, items []counting.BatchItem, results []itemAnswer) attemptResult {
 	var out attemptResult
-	written := slices.ContainsFunc(a.Results, func(r itemAnswer) bool { return r.Code == 0 })
-	for i, r := range a.Results {
+	written := slices.ContainsFunc(results, func(r itemAnswer) bool { return r.Code == 0 })
+	for i, r := range results {
 		e := batch[i]
 		switch {
 		case r.Code == apierr.Internal:
@@ -727,5 +734,5 @@ func (f *Forwarder) attempt(batch []entry, items []counting.BatchItem) (attemptR
 			out.again, out.againItems = append(out.again, e), append(out.againItems, items[i])
 		}
 	}
-	return out, nil
+	return out
 }

@@ -78,13 +78,8 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	}
 	d := deps{log: log, settings: s, campaigns: campaigns, journal: journal, schema: schema, metrics: fwd.metrics, draining: &atomic.Bool{}, registry: reg,
 		httpMetrics: httpmetrics.New(reg, "callback"), verifier: verifierOf(s, log)}
-	public, err := httpserver.ListenWith(s.Addr, "CALLBACK_ADDR", NewServer(d), httpserver.Public)
+	public, admin, err := listen(d)
 	if err != nil {
-		return err
-	}
-	admin, err := httpserver.Listen(s.AdminAddr, "CALLBACK_ADMIN_ADDR", NewAdminServer(d))
-	if err != nil {
-		public.Close()
 		return err
 	}
 	log.Info("callback listening", "addr", public.Addr(), "admin", admin.Addr(), "counter", s.CounterURL, "commit", buildinfo.Read().Commit)
@@ -100,6 +95,20 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 
 	stop(s, log, d.draining, public, admin, fwd)
 	return nil
+}
+
+// listen opens the public (notices) and admin listeners.
+func listen(d deps) (public, admin *httpserver.Server, err error) {
+	public, err = httpserver.ListenWith(d.settings.Addr, "CALLBACK_ADDR", NewServer(d), httpserver.Public)
+	if err != nil {
+		return nil, nil, err
+	}
+	admin, err = httpserver.Listen(d.settings.AdminAddr, "CALLBACK_ADMIN_ADDR", NewAdminServer(d))
+	if err != nil {
+		public.Close()
+		return nil, nil, err
+	}
+	return public, admin, nil
 }
 
 // loadCampaigns are the campaigns in Redis, seeded from

@@ -23,6 +23,15 @@ func BenchmarkDecide50(b *testing.B) {
 		}}
 	}
 	ids := client.Identities{"device": "bench-device", "bundle": "com.bench"}
+	benchModes(b, func(c *client.Client) error {
+		_, err := c.Decide(context.Background(), ids, cands)
+		return err
+	})
+}
+
+// benchModes runs call in a loop on a client over HTTP and on a direct
+// one, as sub-benchmarks http and direct.
+func benchModes(b *testing.B, call func(*client.Client) error) {
 	for _, mode := range []string{"http", "direct"} {
 		b.Run(mode, func(b *testing.B) {
 			var c *client.Client
@@ -36,10 +45,9 @@ func BenchmarkDecide50(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer c.Close()
-			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := c.Decide(ctx, ids, cands); err != nil {
+				if err := call(c); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -61,26 +69,8 @@ func BenchmarkDecideIDs50(b *testing.B) {
 		declareCaps(b, cids[i], caps)
 	}
 	ids := client.Identities{"device": "bench-device", "bundle": "com.bench"}
-	for _, mode := range []string{"http", "direct"} {
-		b.Run(mode, func(b *testing.B) {
-			var c *client.Client
-			var err error
-			if mode == "http" {
-				c, err = client.New(counterURL, client.Options{Timeout: time.Second, Token: testToken})
-			} else {
-				c, err = client.NewDirect(redisURL, client.Options{Timeout: time.Second}, client.DirectOptions{})
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := c.DecideIDs(ctx, ids, cids); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchModes(b, func(c *client.Client) error {
+		_, err := c.DecideIDs(context.Background(), ids, cids)
+		return err
+	})
 }

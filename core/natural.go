@@ -1,7 +1,6 @@
 package core
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 
@@ -42,7 +41,7 @@ func periodEnd(unit counting.Kind, now time.Time, loc *time.Location) time.Time 
 
 // ttl is the time left of now's period, rounded up to the millisecond.
 func (k naturalKind) ttl(e *env) time.Duration {
-	return (periodEnd(k.unit, e.now, e.loc).Sub(e.now) + time.Millisecond - 1).Truncate(time.Millisecond)
+	return ceilMs(periodEnd(k.unit, e.now, e.loc).Sub(e.now))
 }
 
 func (k naturalKind) partName() string { return string(k.unit) }
@@ -51,12 +50,9 @@ func (k naturalKind) write(it *counting.Item, e *env) writing {
 	return writing{part: k.partName(), keys: []string{Natural(it)}, args: []string{strconv.FormatInt(k.ttl(e).Milliseconds(), 10)}}
 }
 
-func (k naturalKind) wrote(_ *counting.Item, _ *env, v []int64, r *counting.Result) error {
-	if len(v) != 3 {
-		return fmt.Errorf("%s part returned %d values", k.unit, len(v))
-	}
-	r.Count, r.Duplicate, r.TTLMs = v[0], v[2] == 1, max(v[1], 0)
-	return nil
+// wrote decodes what window.lua's run answers, as a day's.
+func (k naturalKind) wrote(it *counting.Item, e *env, v []int64, r *counting.Result) error {
+	return windowKind{unit: k.unit}.wrote(it, e, v, r)
 }
 
 func (k naturalKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {

@@ -52,7 +52,13 @@ func dayEnd(now time.Time, loc *time.Location, n int) time.Time {
 // whole milliseconds: the TTL never ends before the day does, and an event
 // in the day's last instant still gets a positive one.
 func dayTTL(now time.Time, loc *time.Location) time.Duration {
-	return (dayEnd(now, loc, 1).Sub(now) + time.Millisecond - 1).Truncate(time.Millisecond)
+	return ceilMs(dayEnd(now, loc, 1).Sub(now))
+}
+
+// ceilMs rounds d up to whole milliseconds: a TTL never ends before its
+// window does.
+func ceilMs(d time.Duration) time.Duration {
+	return (d + time.Millisecond - 1).Truncate(time.Millisecond)
 }
 
 // partName is the kind's part of lua/count.lua (window.lua).
@@ -61,7 +67,7 @@ func (windowKind) partName() string { return "window" }
 func (k windowKind) write(it *counting.Item, e *env) writing {
 	// Relative to the counter's clock, rounded up to the millisecond as
 	// dayTTL is: the window never ends before its span does.
-	ttl := (k.windowEnd(it, e).Sub(e.now) + time.Millisecond - 1).Truncate(time.Millisecond)
+	ttl := ceilMs(k.windowEnd(it, e).Sub(e.now))
 	return writing{part: k.partName(), keys: []string{Window(it)}, args: []string{strconv.FormatInt(ttl.Milliseconds(), 10)}}
 }
 

@@ -74,17 +74,13 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	defer rdb.Close()
 
 	reg := prometheus.NewRegistry()
-	buildinfo.Register(reg, "counter")
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := newMetrics(reg)
 	store := core.NewStore(rdb, s.storeOptions(reach, time.Now), m)
+	defer store.Close()
+	registerProcess(reg, rdb, store)
 	if s.WriteReplicas > 0 {
 		redisconn.ReportReplicas(ctx, log, rdb, s.WriteReplicas, "COUNTER_WRITE_REPLICAS", "writes", "its writes answer 10001")
 	}
-	reg.MustRegister(&redisMemory{rdb: rdb}, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "freqcap_counter_hot_keys", Help: "Counters read often enough to go through client-side caching now (COUNTER_HOT_KEY_RATE).",
-	}, func() float64 { return float64(store.Hot()) }))
-	defer store.Close()
 
 	srv, err := httpserver.ListenWith(s.Addr, "COUNTER_ADDR", NewServer(log, s, store, m, reg), httpserver.API)
 	if err != nil {
@@ -139,4 +135,15 @@ func openRedis(s Settings, reach *redisconn.Reach) (rueidis.Client, error) {
 		return nil, fmt.Errorf("COUNTER_READ_FROM=replica: the Redis at REDIS_URL is not a cluster (replica reads need Redis Cluster with replicas)")
 	}
 	return rdb, nil
+}
+
+// registerProcess registers what the counter's process reports besides
+// its own metrics: the build, Go and process collectors, Redis's memory
+// and the hot keys of the store.
+func registerProcess(reg *prometheus.Registry, rdb rueidis.Client, store *core.Store) {
+	buildinfo.Register(reg, "counter")
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(&redisMemory{rdb: rdb}, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "freqcap_counter_hot_keys", Help: "Counters read often enough to go through client-side caching now (COUNTER_HOT_KEY_RATE).",
+	}, func() float64 { return float64(store.Hot()) }))
 }

@@ -43,30 +43,11 @@ func main() {
 const devKey = "dev:ZnJlcWNhcC1kZXYtc2lnbmluZy1rZXk="
 
 func run(ctx context.Context, out io.Writer, getenv func(string) string) error {
-	or := func(name, def string) string {
-		if v := getenv(name); v != "" {
-			return v
-		}
-		return def
-	}
-	counterURL, callbackURL := or("COUNTER_URL", "http://127.0.0.1:8081"), or("CALLBACK_URL", "http://127.0.0.1:8080")
-	kid, secret64, _ := strings.Cut(or("SIGNING_KEY", devKey), ":")
-	secret, err := base64.StdEncoding.DecodeString(secret64) // CALLBACK_SIGNING_KEYS holds it in base64
-	if err != nil {
-		return fmt.Errorf("SIGNING_KEY: want kid:base64secret: %w", err)
-	}
-
-	timeout, err := time.ParseDuration(or("DECIDE_TIMEOUT", "50ms"))
-	if err != nil {
-		return fmt.Errorf("DECIDE_TIMEOUT: %w", err)
-	}
-	// Once, at start-up: one client for the whole process.
-	fc, err := client.New(counterURL, client.Options{Timeout: timeout, Token: getenv("COUNTER_TOKEN")})
+	fc, signer, err := setUp(getenv)
 	if err != nil {
 		return err
 	}
 	defer fc.Close()
-	signer := client.NoticeSigner{CallbackURL: callbackURL, KeyID: kid, Secret: secret}
 
 	// A bid request: a device (new each run), the app and ad slot, and the
 	// campaigns that could answer it, each with its caps.
@@ -89,22 +70,8 @@ func run(ctx context.Context, out io.Writer, getenv func(string) string) error {
 		return err
 	}
 
-	// Bid with campaign 42: its nurl, burl and pixel, each signed for its
-	// own event, with the bid request and imp ids as the event id.
-	n, err := signer.URLs("42", ids, "req-"+rand.Text()[:8], "imp-1")
-	if err != nil {
+	if err := bidAndWin(out, signer, ids); err != nil {
 		return err
-	}
-	// The exchange fires the nurl when the bid wins (appending its macros
-	// after sig, unsigned and never counted).
-	resp, err := http.Get(n.Win + "&price=1.23")
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	fmt.Fprintf(out, "win notice: %d\n", resp.StatusCode)
-	if resp.StatusCode != http.StatusNoContent {
-		return fmt.Errorf("callback answered the win notice %d", resp.StatusCode)
 	}
 
 	// callback has kept the notice; its forwarder has it counted within
@@ -123,4 +90,52 @@ func run(ctx context.Context, out io.Writer, getenv func(string) string) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// setUp reads the settings: the counter's and callback's URLs, the signing
+// key, the deadline; and makes, once at start-up, one client for the whole
+// process and the notice signer.
+func setUp(getenv func(string) string) (*client.Client, client.NoticeSigner, error) {
+	or := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	counterURL, callbackURL := or("COUNTER_URL", "http://127.0.0.1:8081"), or("CALLBACK_URL", "http://127.0.0.1:8080")
+	kid, secret64, _ := strings.Cut(or("SIGNING_KEY", devKey), ":")
+	secret, err := base64.StdEncoding.DecodeString(secret64) // CALLBACK_SIGNING_KEYS holds it in base64
+	if err != nil {
+		return nil, client.NoticeSigner{}, fmt.Errorf("SIGNING_KEY: want kid:base64secret: %w", err)
+	}
+	timeout, err := time.ParseDuration(or("DECIDE_TIMEOUT", "50ms"))
+	if err != nil {
+		return nil, client.NoticeSigner{}, fmt.Errorf("DECIDE_TIMEOUT: %w", err)
+	}
+	fc, err := client.New(counterURL, client.Options{Timeout: timeout, Token: getenv("COUNTER_TOKEN")})
+	if err != nil {
+		return nil, client.NoticeSigner{}, err
+	}
+	return fc, client.NoticeSigner{CallbackURL: callbackURL, KeyID: kid, Secret: secret}, nil
+}
+
+// bidAndWin bids with campaign 42: its nurl, burl and pixel, each signed
+// for its own event, with the bid request and imp ids as the event id;
+// then fires the nurl as the exchange does when the bid wins (appending
+// its macros after sig, unsigned and never counted).
+func bidAndWin(out io.Writer, signer client.NoticeSigner, ids client.Identities) error {
+	n, err := signer.URLs("42", ids, "req-"+rand.Text()[:8], "imp-1")
+	if err != nil {
+		return err
+	}
+	resp, err := http.Get(n.Win + "&price=1.23")
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	fmt.Fprintf(out, "win notice: %d\n", resp.StatusCode)
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("callback answered the win notice %d", resp.StatusCode)
+	}
+	return nil
 }

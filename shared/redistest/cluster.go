@@ -120,6 +120,19 @@ func (s *Server) startCluster() error {
 	}); err != nil {
 		return fmt.Errorf("cluster meet: %w", err)
 	}
+	if err := s.replicate(masters, per); err != nil {
+		return err
+	}
+	if err := s.waitNodes(clusterReady(s.nodes)); err != nil {
+		return fmt.Errorf("cluster not ready: %w", err)
+	}
+	return nil
+}
+
+// replicate makes each replica follow its master, and has each master
+// replicate one write: Redis lists a replica in CLUSTER SLOTS only once it
+// has replicated something.
+func (s *Server) replicate(masters []*Server, per int) error {
 	for i, r := range s.nodes[clusterMasters:] {
 		id, err := masters[i].cli("CLUSTER", "MYID")
 		if err != nil {
@@ -129,8 +142,6 @@ func (s *Server) startCluster() error {
 			return err
 		}
 	}
-	// Redis lists a replica in CLUSTER SLOTS only once it has replicated
-	// something: one write on each master, taken back at once.
 	for i, m := range masters {
 		lo := i * per
 		key := "redistest:{" + keyInSlot(lo, lo+per-1) + "}"
@@ -141,12 +152,20 @@ func (s *Server) startCluster() error {
 			return err
 		}
 	}
-	err := s.waitNodes(func(n *Server) (bool, error) {
+	return nil
+}
+
+// clusterReady holds on a node once it serves every node in CLUSTER
+// SLOTS, its state is ok, it knows every replica (gossip: or a client that
+// asks it for the slots would see masters alone) and its replication link
+// is up.
+func clusterReady(nodes []*Server) func(*Server) (bool, error) {
+	return func(n *Server) (bool, error) {
 		slots, err := n.cli("CLUSTER", "SLOTS")
 		if err != nil {
 			return false, err
 		}
-		for _, o := range s.nodes {
+		for _, o := range nodes {
 			if !strings.Contains(slots, "\n"+strconv.Itoa(o.port)+"\n") {
 				return false, nil
 			}
@@ -155,10 +174,8 @@ func (s *Server) startCluster() error {
 		if err != nil || !strings.Contains(info, "cluster_state:ok") {
 			return false, err
 		}
-		// Every node must know every replica (gossip), or a client that
-		// asks it for the slots would see masters alone.
-		nodes, err := n.cli("CLUSTER", "NODES")
-		if err != nil || strings.Count(nodes, "slave") != clusterMasters {
+		out, err := n.cli("CLUSTER", "NODES")
+		if err != nil || strings.Count(out, "slave") != clusterMasters {
 			return false, err
 		}
 		repl, err := n.cli("INFO", "replication")
@@ -169,11 +186,7 @@ func (s *Server) startCluster() error {
 			return strings.Contains(repl, "master_link_status:up"), nil
 		}
 		return strings.Contains(repl, "connected_slaves:1"), nil
-	})
-	if err != nil {
-		return fmt.Errorf("cluster not ready: %w", err)
 	}
-	return nil
 }
 
 // waitNodes waits until ready holds on every node.
