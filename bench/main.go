@@ -156,58 +156,67 @@ func run(ctx context.Context) error {
 
 	rep := &report{bytesPerCounter: bytesPer, settings: s}
 	for round := 1; round <= s.rounds; round++ {
-		// Latency first, on a quiet machine, before the write scenarios of
-		// the round grow Redis.
-		for _, name := range []string{"latency-baseline", "latency-hot", "latency-cold", "latency-win", "latency-freeze", "decide-50-http", "decide-50-direct", "decide-50-ids-http", "decide-50-ids-direct"} {
-			if !s.wants(name) {
-				continue
-			}
-			var res result
-			var err error
-			switch name {
-			case "latency-freeze":
-				res, err = st.freeze(ctx)
-			case "decide-50-http", "decide-50-direct", "decide-50-ids-http", "decide-50-ids-direct":
-				res, err = st.decide(ctx, name)
-			default:
-				res, err = st.constantRate(ctx, name, round)
-			}
-			if err != nil {
-				return err
-			}
-			rep.add(name, res, result{})
-			fmt.Printf("round %d %-12s at %.0f/s: p50 %s p99 %s p99.9 %s (%d errors) %s\n", round, name, res.rate, ms(res.p50), ms(res.p99), ms(res.p999), res.errors, res.note)
-		}
-		for _, sc := range scenarios(st) {
-			if !st.s.wants(sc.name) {
-				continue
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			base, err := st.wrk(ctx, "baseline", st.baseURL+"/", "", round, false)
-			if err != nil {
-				return fmt.Errorf("baseline: %w", err)
-			}
-			res, err := sc.run(ctx, round)
-			if err != nil {
-				return fmt.Errorf("%s: %w", sc.name, err)
-			}
-			res.ratio = res.rate / base.rate
-			rep.add(sc.name, res, base)
-			fmt.Printf("round %d %-12s %10.0f %-6s ratio %.2f (baseline %.0f req/s)  p50 %s p99 %s  %s\n",
-				round, sc.name, res.rate, sc.unit, res.ratio, base.rate, ms(res.p50), ms(res.p99), res.note)
-		}
-		if s.wants("redis-script") {
-			res, err := st.redisBenchmark(ctx)
-			if err != nil {
-				return fmt.Errorf("redis-benchmark: %w", err)
-			}
-			rep.add("redis-script", res, result{})
-			fmt.Printf("round %d redis-script %10.0f scripts/s (16 per round trip)\n", round, res.rate)
+		if err := st.round(ctx, rep, round); err != nil {
+			return err
 		}
 	}
 	return rep.write()
+}
+
+// round runs one round of every scenario asked for: the latency runs
+// first, on a quiet machine, before the write scenarios grow Redis; then
+// the throughput scenarios, each right after a baseline run; then
+// redis-benchmark of the write script.
+func (st *stack) round(ctx context.Context, rep *report, round int) error {
+	for _, name := range []string{"latency-baseline", "latency-hot", "latency-cold", "latency-win", "latency-freeze", "decide-50-http", "decide-50-direct", "decide-50-ids-http", "decide-50-ids-direct"} {
+		if !st.s.wants(name) {
+			continue
+		}
+		var res result
+		var err error
+		switch name {
+		case "latency-freeze":
+			res, err = st.freeze(ctx)
+		case "decide-50-http", "decide-50-direct", "decide-50-ids-http", "decide-50-ids-direct":
+			res, err = st.decide(ctx, name)
+		default:
+			res, err = st.constantRate(ctx, name, round)
+		}
+		if err != nil {
+			return err
+		}
+		rep.add(name, res, result{})
+		fmt.Printf("round %d %-12s at %.0f/s: p50 %s p99 %s p99.9 %s (%d errors) %s\n", round, name, res.rate, ms(res.p50), ms(res.p99), ms(res.p999), res.errors, res.note)
+	}
+	for _, sc := range scenarios(st) {
+		if !st.s.wants(sc.name) {
+			continue
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		base, err := st.wrk(ctx, "baseline", st.baseURL+"/", "", round, false)
+		if err != nil {
+			return fmt.Errorf("baseline: %w", err)
+		}
+		res, err := sc.run(ctx, round)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc.name, err)
+		}
+		res.ratio = res.rate / base.rate
+		rep.add(sc.name, res, base)
+		fmt.Printf("round %d %-12s %10.0f %-6s ratio %.2f (baseline %.0f req/s)  p50 %s p99 %s  %s\n",
+			round, sc.name, res.rate, sc.unit, res.ratio, base.rate, ms(res.p50), ms(res.p99), res.note)
+	}
+	if st.s.wants("redis-script") {
+		res, err := st.redisBenchmark(ctx)
+		if err != nil {
+			return fmt.Errorf("redis-benchmark: %w", err)
+		}
+		rep.add("redis-script", res, result{})
+		fmt.Printf("round %d redis-script %10.0f scripts/s (16 per round trip)\n", round, res.rate)
+	}
+	return nil
 }
 
 // readTimeout is the counter's read deadline during the bench.
@@ -243,17 +252,7 @@ func (st *stack) start(ctx context.Context) error {
 			return err
 		}
 	}
-	st.redisAddr = addrs[0]
-	host, port, _ := net.SplitHostPort(st.redisAddr)
-	dir, err := os.MkdirTemp("", "freqcap-bench-")
-	if err != nil {
-		return err
-	}
-	if st.redis, err = st.spawn("redis", "redis-server", nil, "--bind", host, "--port", port, "--dir", dir,
-		"--save", "", "--appendonly", "no"); err != nil {
-		return err
-	}
-	if err := waitTCP(st.redisAddr); err != nil {
+	if err := st.startRedis(addrs[0]); err != nil {
 		return err
 	}
 	redisURL := "REDIS_URL=redis://" + st.redisAddr
@@ -292,6 +291,22 @@ func (st *stack) start(ctx context.Context) error {
 	}
 	resp.Body.Close()
 	return nil
+}
+
+// startRedis starts the bench's redis-server at addr, with no
+// persistence, and waits until it takes connections.
+func (st *stack) startRedis(addr string) error {
+	st.redisAddr = addr
+	host, port, _ := net.SplitHostPort(addr)
+	dir, err := os.MkdirTemp("", "freqcap-bench-")
+	if err != nil {
+		return err
+	}
+	if st.redis, err = st.spawn("redis", "redis-server", nil, "--bind", host, "--port", port, "--dir", dir,
+		"--save", "", "--appendonly", "no"); err != nil {
+		return err
+	}
+	return waitTCP(addr)
 }
 
 func (st *stack) spawn(name, bin string, env []string, args ...string) (*proc, error) {
@@ -796,19 +811,28 @@ func (st *stack) constantRate(ctx context.Context, name string, round int) (resu
 // is for a device it has not read.
 const freezeDevices = 2000
 
+// readOnce reads the first n devices once through the 5 ms counter, so
+// it has their last-known values.
+func (st *stack) readOnce(n int) error {
+	for i := range n {
+		resp, err := http.Get(st.counter5URL + "/v1/freq?cid=42&device=" + deviceID(i) + "&windowHours=3")
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	return nil
+}
+
 // freeze reads devices at the constant rate from the counter with the
 // production 5 ms deadline while Redis is frozen (SIGSTOP) for all but the
 // first and last second of the run: p99 must stay within the deadline + 2
 // ms, and the note says how many answers were stale (last-known), zero
 // (degraded) and fresh.
 func (st *stack) freeze(ctx context.Context) (result, error) {
-	for i := range freezeDevices {
-		resp, err := http.Get(st.counter5URL + "/v1/freq?cid=42&device=" + deviceID(i) + "&windowHours=3")
-		if err != nil {
-			return result{}, err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+	if err := st.readOnce(freezeDevices); err != nil {
+		return result{}, err
 	}
 	var seq atomic.Int64
 	targeter := func(t *vegeta.Target) error {

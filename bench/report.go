@@ -150,15 +150,7 @@ func (r *report) markdown() string {
 		if runs[0].p999 > 0 {
 			p999 = ms(medDur(r, name, func(x result) time.Duration { return x.p999 }))
 		}
-		goal, met := "-", "-"
-		if t, ok := targets[name]; ok {
-			v, shown := t.got(r)
-			goal = t.what
-			met = "no (" + shown + ")"
-			if t.ok(v) {
-				met = "yes (" + shown + ")"
-			}
-		}
+		goal, met := r.target(name)
 		fmt.Fprintf(&b, "| %s | %.0f %s | %s | %s | %s | %s | %s / %s / %s / %s | %s | %s | %s |\n",
 			name, r.med(name, func(x result) float64 { return x.rate }), unit, ratio,
 			ms(medDur(r, name, func(x result) time.Duration { return x.p50 })),
@@ -173,6 +165,20 @@ func (r *report) markdown() string {
 		r.settings.fill, r.bytesPerCounter, met)
 	b.WriteString("\nCPU profiles of round 1 are in `bench/out/profiles/` (`go tool pprof -top bench/out/profiles/<scenario>-counter.pprof`).\n")
 	return b.String()
+}
+
+// target is a scenario's target and whether the medians meet it, "-"
+// for a scenario without one.
+func (r *report) target(name string) (goal, met string) {
+	t, ok := targets[name]
+	if !ok {
+		return "-", "-"
+	}
+	v, shown := t.got(r)
+	if t.ok(v) {
+		return t.what, "yes (" + shown + ")"
+	}
+	return t.what, "no (" + shown + ")"
 }
 
 func (r *report) write() error {

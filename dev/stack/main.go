@@ -121,20 +121,8 @@ func run(ctx context.Context, out io.Writer, getenv func(string) string) error {
 	}
 	defer release()
 	fmt.Fprintf(out, "freqcap stack pid %d: Ctrl-C here, or kill -INT %d from elsewhere, stops it\n", os.Getpid(), os.Getpid())
-	// Every port first: nothing is started, and nothing written into
-	// somebody else's Redis, when one is taken.
-	ports := [][2]string{{a.counter, "COUNTER_ADDR"}, {a.counterOps, "COUNTER_OPS_ADDR"}, {a.callback, "CALLBACK_ADDR"}, {a.admin, "CALLBACK_ADMIN_ADDR"}}
-	if redisURL == "" {
-		ports = append([][2]string{{a.redis, "STACK_REDIS_ADDR"}}, ports...)
-	}
-	for _, p := range ports {
-		if err := free(p[0]); err != nil {
-			hint := "set " + p[1] + " to a free address"
-			if p[1] == "STACK_REDIS_ADDR" {
-				hint = "set REDIS_URL to use the Redis there, or STACK_REDIS_ADDR to start one elsewhere"
-			}
-			return fmt.Errorf("%s %s is taken (%v): stop what listens there, or %s", p[1], p[0], err, hint)
-		}
+	if err := checkPorts(a, redisURL == ""); err != nil {
+		return err
 	}
 
 	var children []*child
@@ -156,20 +144,7 @@ func run(ctx context.Context, out io.Writer, getenv func(string) string) error {
 		fmt.Fprintf(out, "using the Redis at REDIS_URL=%s\n", redisURL)
 	}
 
-	services := []struct {
-		name, health string
-		env          []string
-	}{
-		{"counter", "http://" + a.counter + "/healthz", []string{"COUNTER_ADDR=" + a.counter, "COUNTER_OPS_ADDR=" + a.counterOps, "REDIS_URL=" + redisURL, "COUNTER_LIMITS_FILE=dev/limits.yaml"}},
-		{"callback", "http://" + a.admin + "/healthz", []string{
-			"CALLBACK_ADDR=" + a.callback, "CALLBACK_ADMIN_ADDR=" + a.admin, "COUNTER_URL=http://" + a.counter,
-			"REDIS_URL=" + redisURL, "CALLBACK_CAMPAIGNS_FILE=dev/campaigns.json",
-			// A development key, public in this file: notices are signed as in
-			// production; api.http's notices are signed with it to 2100.
-			"CALLBACK_SIGNING_KEYS=" + devKeyID + ":" + base64.StdEncoding.EncodeToString([]byte(devSecret)),
-			"CALLBACK_MAX_NOTICE_AGE=876000h"}},
-	}
-	for _, s := range services {
+	for _, s := range services(a, redisURL) {
 		cmd := exec.Command(filepath.Join("bin", s.name))
 		cmd.Env = append(os.Environ(), s.env...)
 		cmd.Stdout, cmd.Stderr = out, out
@@ -184,7 +159,12 @@ func run(ctx context.Context, out io.Writer, getenv func(string) string) error {
 	}
 	printTry(out, a)
 
-	// Until Ctrl-C, or until a child ends on its own.
+	return waitForEnd(ctx, out, children)
+}
+
+// waitForEnd waits until Ctrl-C (nil), or until a child ends on its own
+// (why it did).
+func waitForEnd(ctx context.Context, out io.Writer, children []*child) error {
 	exited := make(chan *child, len(children))
 	for _, c := range children {
 		go func() {
@@ -198,6 +178,48 @@ func run(ctx context.Context, out io.Writer, getenv func(string) string) error {
 		return nil
 	case c := <-exited:
 		return c.exitErr()
+	}
+}
+
+// checkPorts checks every port first, Redis's too when the stack starts
+// one: nothing is started, and nothing written into somebody else's Redis,
+// when one is taken.
+func checkPorts(a addrs, ownRedis bool) error {
+	ports := [][2]string{{a.counter, "COUNTER_ADDR"}, {a.counterOps, "COUNTER_OPS_ADDR"}, {a.callback, "CALLBACK_ADDR"}, {a.admin, "CALLBACK_ADMIN_ADDR"}}
+	if ownRedis {
+		ports = append([][2]string{{a.redis, "STACK_REDIS_ADDR"}}, ports...)
+	}
+	for _, p := range ports {
+		if err := free(p[0]); err != nil {
+			hint := "set " + p[1] + " to a free address"
+			if p[1] == "STACK_REDIS_ADDR" {
+				hint = "set REDIS_URL to use the Redis there, or STACK_REDIS_ADDR to start one elsewhere"
+			}
+			return fmt.Errorf("%s %s is taken (%v): stop what listens there, or %s", p[1], p[0], err, hint)
+		}
+	}
+	return nil
+}
+
+// service is one service the stack runs: its binary's name, its health
+// URL and its environment.
+type service struct {
+	name, health string
+	env          []string
+}
+
+// services are the counter and callback, on a's addresses and the Redis
+// at redisURL.
+func services(a addrs, redisURL string) []service {
+	return []service{
+		{"counter", "http://" + a.counter + "/healthz", []string{"COUNTER_ADDR=" + a.counter, "COUNTER_OPS_ADDR=" + a.counterOps, "REDIS_URL=" + redisURL, "COUNTER_LIMITS_FILE=dev/limits.yaml"}},
+		{"callback", "http://" + a.admin + "/healthz", []string{
+			"CALLBACK_ADDR=" + a.callback, "CALLBACK_ADMIN_ADDR=" + a.admin, "COUNTER_URL=http://" + a.counter,
+			"REDIS_URL=" + redisURL, "CALLBACK_CAMPAIGNS_FILE=dev/campaigns.json",
+			// A development key, public in this file: notices are signed as in
+			// production; api.http's notices are signed with it to 2100.
+			"CALLBACK_SIGNING_KEYS=" + devKeyID + ":" + base64.StdEncoding.EncodeToString([]byte(devSecret)),
+			"CALLBACK_MAX_NOTICE_AGE=876000h"}},
 	}
 }
 
