@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/freqcap/freqcap/freqcontrol"
 	freqcapv1 "github.com/freqcap/freqcap/gen/freqcap/v1"
 	"github.com/freqcap/freqcap/ratelimit"
 	"github.com/freqcap/freqcap/shared/counting"
@@ -162,7 +163,7 @@ func BenchmarkDecodeBatch(b *testing.B) {
 func benchFreqControl(b *testing.B) *freqControl {
 	srv := redistest.Start(b)
 	st, s := testStore(b, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=1s")
-	return &freqControl{log: discardLogger(), store: st.Store, lim: s.limits(), maxBatch: s.MaxBatch, maxReadBatch: s.MaxReadBatch, writeTimeout: s.WriteTimeout}
+	return &freqControl{svc: freqcontrol.New(discardLogger(), st.Store, s.WriteTimeout), maxBatch: s.MaxBatch, maxReadBatch: s.MaxReadBatch}
 }
 
 func BenchmarkAddFreq(b *testing.B) {

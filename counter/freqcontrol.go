@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"math"
 	"time"
 
 	"github.com/freqcap/freqcap/core"
+	"github.com/freqcap/freqcap/freqcontrol"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
-	"golang.org/x/time/rate"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -20,21 +18,14 @@ import (
 	"github.com/freqcap/freqcap/gen/freqcap/v1/freqcapv1connect"
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
-	"github.com/freqcap/freqcap/shared/ids"
 )
 
 // freqControl serves the FrequencyControl service (gRPC, gRPC-Web and
-// Connect JSON from one handler) as a view over the counting core: a
-// business key is one window counter (kind seconds or day) in
-// gfreq:{b:<business id>:<key>}.
+// Connect JSON from one handler) over package freqcontrol.
 type freqControl struct {
-	log          *slog.Logger
-	store        *core.Store
-	lim          *core.Limits
+	svc          *freqcontrol.Service
 	maxBatch     int // BatchAddFreq
 	maxReadBatch int // BatchGetFreq
-	writeTimeout time.Duration
-	sometimes    rate.Sometimes
 }
 
 var _ freqcapv1connect.FrequencyControlHandler = (*freqControl)(nil)
@@ -53,168 +44,93 @@ func invalidRPC(err error) error {
 	return rpcError(connect.CodeInvalidArgument, apierr.InvalidArgument, err.Error())
 }
 
-// addItem validates one AddFreqReq and turns it into an item; field
-// prefixes field names in errors (e.g. "requests[2].").
-func (f *freqControl) addItem(r *freqcapv1.AddFreqReq, field string) (counting.Item, error) {
-	it := counting.Item{
-		Scope:   counting.Scope{Business: r.GetBusinessId()},
-		Subject: counting.Subject{ID: r.GetKey()},
-		Spec:    counting.Spec{Span: int64(r.GetTimeSpan())},
-		Hits:    1,
-		EventID: r.GetEventId(),
-	}
-	if err := checkBusinessKey(r.GetBusinessId(), r.GetKey(), field); err != nil {
-		return it, err
-	}
-	var most int
+func addOf(r *freqcapv1.AddFreqReq) freqcontrol.Add {
+	a := freqcontrol.Add{Key: freqcontrol.Key{Business: r.GetBusinessId(), Key: r.GetKey()}, Span: int64(r.GetTimeSpan()), EventID: r.GetEventId()}
 	switch r.GetTimeUnit() {
 	case freqcapv1.TimeUnit_TIME_UNIT_SEC:
-		it.Spec.Kind, most = counting.Seconds, f.lim.MaxSeconds
+		a.Unit = freqcontrol.Seconds
 	case freqcapv1.TimeUnit_TIME_UNIT_DAY:
-		it.Spec.Kind, most = counting.Day, f.lim.MaxDays
-	default:
-		return it, apierr.Invalid("%stime_unit must be TIME_UNIT_SEC or TIME_UNIT_DAY", field)
+		a.Unit = freqcontrol.Days
 	}
-	if it.Spec.Span < 1 || it.Spec.Span > int64(most) {
-		return it, apierr.Invalid("%stime_span must be between 1 and %d for %s", field, most, r.GetTimeUnit())
-	}
-	if it.EventID != "" && !ids.ValidID(it.EventID) {
-		return it, apierr.Invalid("%sevent_id must be %s", field, ids.IDRule)
-	}
-	return it, f.lim.Check(&it, true, field)
+	return a
 }
 
-// getItem validates one GetFreqReq: a read of whatever window is live.
-func (f *freqControl) getItem(r *freqcapv1.GetFreqReq, field string) (counting.Item, error) {
-	it := counting.Item{
-		Scope:   counting.Scope{Business: r.GetBusinessId()},
-		Subject: counting.Subject{ID: r.GetKey()},
-		Spec:    counting.Spec{Kind: counting.Seconds},
-	}
-	if err := checkBusinessKey(r.GetBusinessId(), r.GetKey(), field); err != nil {
-		return it, err
-	}
-	return it, f.lim.Check(&it, false, field)
-}
-
-func checkBusinessKey(business uint32, key, field string) error {
-	if business == 0 {
-		return apierr.Invalid("%sbusiness_id must be greater than 0", field)
-	}
-	if !ids.ValidKey(key) {
-		return apierr.Invalid("%skey must be %s", field, ids.KeyRule)
-	}
-	return nil
-}
-
-// answer is the code, msg, freq and ttl of one result. Internal detail is
-// logged (at most once a second), never sent.
-func (f *freqControl) answer(ctx context.Context, r *counting.Result) (code int32, msg string, freq, ttl uint32) {
-	switch r.Code {
-	case apierr.OK:
-	case apierr.KeyNotFound:
-		code, msg = apierr.KeyNotFound, "key not found: no live window"
-	case apierr.Timeout:
-		code, msg = apierr.Timeout, "redis did not answer in time"
-	default:
-		code, msg = apierr.Unavailable, "redis unavailable"
-	}
-	if code == apierr.Timeout || code == apierr.Unavailable {
-		f.sometimes.Do(func() { f.log.WarnContext(ctx, "frequency control: redis failed", "code", r.Code, "err", r.Msg) })
-		return code, msg, 0, 0
-	}
-	return code, msg, uint32(min(r.Count, math.MaxUint32)), uint32(min((r.TTLMs+999)/1000, math.MaxUint32))
-}
-
-func (f *freqControl) write(ctx context.Context, its []counting.Item) []counting.Result {
-	ctx, cancel := context.WithTimeout(ctx, f.writeTimeout)
-	defer cancel()
-	return f.store.WriteOrSkip(ctx, its)
+func keyOf(r *freqcapv1.GetFreqReq) freqcontrol.Key {
+	return freqcontrol.Key{Business: r.GetBusinessId(), Key: r.GetKey()}
 }
 
 func (f *freqControl) AddFreq(ctx context.Context, req *connect.Request[freqcapv1.AddFreqReq]) (*connect.Response[freqcapv1.AddFreqRsp], error) {
-	it, err := f.addItem(req.Msg, "")
+	it, err := f.svc.AddItem(addOf(req.Msg), "")
 	if err != nil {
 		return nil, invalidRPC(err)
 	}
-	res := f.write(ctx, []counting.Item{it})[0]
-	code, msg, freq, ttl := f.answer(ctx, &res)
-	switch code {
+	a := f.svc.Write(ctx, []counting.Item{it})[0]
+	switch a.Code {
 	case apierr.OK:
 	case apierr.Timeout:
 		// Writes do not degrade: the caller sees an error and retries.
-		return nil, rpcError(connect.CodeDeadlineExceeded, int(code), msg)
+		return nil, rpcError(connect.CodeDeadlineExceeded, int(a.Code), a.Msg)
 	default:
-		return nil, rpcError(connect.CodeUnavailable, int(code), msg)
+		return nil, rpcError(connect.CodeUnavailable, int(a.Code), a.Msg)
 	}
 	return connect.NewResponse(&freqcapv1.AddFreqRsp{
-		BusinessId: req.Msg.GetBusinessId(), Key: req.Msg.GetKey(), Freq: freq, Ttl: ttl,
+		BusinessId: req.Msg.GetBusinessId(), Key: req.Msg.GetKey(), Freq: a.Freq, Ttl: a.TTL,
 	}), nil
 }
 
 func (f *freqControl) BatchAddFreq(ctx context.Context, req *connect.Request[freqcapv1.BatchAddFreqReq]) (*connect.Response[freqcapv1.BatchAddFreqRsp], error) {
 	reqs := req.Msg.GetRequests()
-	if err := f.checkSize(len(reqs), f.maxBatch); err != nil {
+	if err := freqcontrol.CheckSize(len(reqs), f.maxBatch); err != nil {
 		return connect.NewResponse(&freqcapv1.BatchAddFreqRsp{Code: apierr.InvalidArgument, Msg: err.Error()}), nil
 	}
 	its := make([]counting.Item, len(reqs))
 	for i, r := range reqs {
-		it, err := f.addItem(r, fmt.Sprintf("requests[%d].", i))
+		it, err := f.svc.AddItem(addOf(r), fmt.Sprintf("requests[%d].", i))
 		if err != nil {
 			return connect.NewResponse(&freqcapv1.BatchAddFreqRsp{Code: apierr.InvalidArgument, Msg: err.Error()}), nil
 		}
 		its[i] = it
 	}
-	got := f.write(ctx, its)
+	got := f.svc.Write(ctx, its)
 	out := &freqcapv1.BatchAddFreqRsp{Msg: "ok", Results: make([]*freqcapv1.AddFreqRsp, len(got))}
-	for i := range got {
-		code, msg, freq, ttl := f.answer(ctx, &got[i])
-		out.Results[i] = &freqcapv1.AddFreqRsp{Code: code, Msg: msg, BusinessId: reqs[i].GetBusinessId(), Key: reqs[i].GetKey(), Freq: freq, Ttl: ttl}
+	for i, a := range got {
+		out.Results[i] = &freqcapv1.AddFreqRsp{Code: a.Code, Msg: a.Msg, BusinessId: reqs[i].GetBusinessId(), Key: reqs[i].GetKey(), Freq: a.Freq, Ttl: a.TTL}
 	}
 	return connect.NewResponse(out), nil
 }
 
 func (f *freqControl) GetFreq(ctx context.Context, req *connect.Request[freqcapv1.GetFreqReq]) (*connect.Response[freqcapv1.GetFreqRsp], error) {
-	it, err := f.getItem(req.Msg, "")
+	it, err := f.svc.GetItem(keyOf(req.Msg), "")
 	if err != nil {
 		return nil, invalidRPC(err)
 	}
-	res := f.store.Read(ctx, []counting.Item{it})[0]
-	code, msg, freq, ttl := f.answer(ctx, &res)
+	a := f.svc.Read(ctx, []counting.Item{it})[0]
 	return connect.NewResponse(&freqcapv1.GetFreqRsp{
-		Code: code, Msg: msg, BusinessId: req.Msg.GetBusinessId(), Key: req.Msg.GetKey(), Freq: freq, Ttl: ttl,
-		Stale: res.Stale, AgeMs: res.AgeMs,
+		Code: a.Code, Msg: a.Msg, BusinessId: req.Msg.GetBusinessId(), Key: req.Msg.GetKey(), Freq: a.Freq, Ttl: a.TTL,
+		Stale: a.Stale, AgeMs: a.AgeMs,
 	}), nil
 }
 
 func (f *freqControl) BatchGetFreq(ctx context.Context, req *connect.Request[freqcapv1.BatchGetFreqReq]) (*connect.Response[freqcapv1.BatchGetFreqRsp], error) {
 	reqs := req.Msg.GetRequests()
-	if err := f.checkSize(len(reqs), f.maxReadBatch); err != nil {
+	if err := freqcontrol.CheckSize(len(reqs), f.maxReadBatch); err != nil {
 		return connect.NewResponse(&freqcapv1.BatchGetFreqRsp{Code: apierr.InvalidArgument, Msg: err.Error()}), nil
 	}
 	its := make([]counting.Item, len(reqs))
 	for i, r := range reqs {
-		it, err := f.getItem(r, fmt.Sprintf("requests[%d].", i))
+		it, err := f.svc.GetItem(keyOf(r), fmt.Sprintf("requests[%d].", i))
 		if err != nil {
 			return connect.NewResponse(&freqcapv1.BatchGetFreqRsp{Code: apierr.InvalidArgument, Msg: err.Error()}), nil
 		}
 		its[i] = it
 	}
-	got := f.store.Read(ctx, its)
+	got := f.svc.Read(ctx, its)
 	out := &freqcapv1.BatchGetFreqRsp{Msg: "ok", Results: make([]*freqcapv1.GetFreqRsp, len(got))}
-	for i := range got {
-		code, msg, freq, ttl := f.answer(ctx, &got[i])
-		out.Results[i] = &freqcapv1.GetFreqRsp{Code: code, Msg: msg, BusinessId: reqs[i].GetBusinessId(), Key: reqs[i].GetKey(), Freq: freq, Ttl: ttl,
-			Stale: got[i].Stale, AgeMs: got[i].AgeMs}
+	for i, a := range got {
+		out.Results[i] = &freqcapv1.GetFreqRsp{Code: a.Code, Msg: a.Msg, BusinessId: reqs[i].GetBusinessId(), Key: reqs[i].GetKey(), Freq: a.Freq, Ttl: a.TTL,
+			Stale: a.Stale, AgeMs: a.AgeMs}
 	}
 	return connect.NewResponse(out), nil
-}
-
-func (f *freqControl) checkSize(n, most int) error {
-	if n < 1 || n > most {
-		return apierr.Invalid("requests must hold 1 to %d requests, got %d", most, n)
-	}
-	return nil
 }
 
 // healthChecker answers gRPC health checks: serving while Redis answers.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/freqcap/freqcap/campaign"
 	"github.com/freqcap/freqcap/core"
+	"github.com/freqcap/freqcap/freqcontrol"
 	"github.com/freqcap/freqcap/ratelimit"
 
 	"github.com/go-chi/chi/v5"
@@ -43,7 +44,7 @@ func NewServer(log *slog.Logger, s Settings, store *core.Store, m *metrics, reg 
 		store:       store,
 		campaigns:   campaign.Counters{Store: store, M: m},
 		limits:      lim,
-		freqControl: &freqControl{log: log, store: store, lim: lim, maxBatch: s.MaxBatch, maxReadBatch: s.MaxReadBatch, writeTimeout: s.WriteTimeout},
+		freqControl: &freqControl{svc: freqcontrol.New(log, store, s.WriteTimeout), maxBatch: s.MaxBatch, maxReadBatch: s.MaxReadBatch},
 		degrader:    &degrader{log: log, metrics: m},
 		limiter:     &ratelimit.Checker{Log: log, Store: store, Policies: s.Policies, Timeout: s.ReadTimeout, Observe: m.limitCheck},
 		views:       &views{log: log, store: store, pol: s.Views, perArticle: s.PerArticle, writeTimeout: s.WriteTimeout, readTimeout: s.ReadTimeout},
