@@ -73,7 +73,10 @@ func handleCampaignPut(log *slog.Logger, c *Campaigns) http.Handler {
 			return
 		}
 		if err := c.Put(r.Context(), cid, camp); err != nil {
-			httpjson.Error(w, r, log, apierr.Unavailablef("redis: %s", err))
+			if apierr.CodeOf(err) != apierr.InvalidArgument {
+				err = apierr.Unavailablef("redis: %s", err)
+			}
+			httpjson.Error(w, r, log, err)
 			return
 		}
 		httpjson.Write(w, http.StatusOK, campaignBody{CID: cid, Campaign: camp})

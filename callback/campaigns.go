@@ -86,12 +86,21 @@ func (c *Campaigns) Validate(cid string, camp Campaign) error {
 			b.Events, b.Dimensions = sch.Events, sch.Dimensions
 		}
 	}
-	return campaign.CheckCaps(camp.Caps, b, camp.PaceWindowSec)
+	return camp.Check(b)
 }
 
-// Put stores a campaign.
+// Put stores a campaign, and what its caps at the advertiser and io
+// levels need in its parents' indexes (checked against what the other
+// campaigns of those parents declared there).
 func (c *Campaigns) Put(ctx context.Context, cid string, camp Campaign) error {
 	if err := c.Validate(cid, camp); err != nil {
+		return err
+	}
+	old, known, err := c.Read(ctx, cid)
+	if err != nil && !known {
+		return err
+	}
+	if err := c.checkSiblings(ctx, cid, &camp); err != nil {
 		return err
 	}
 	f := camp.Fields()
@@ -100,6 +109,9 @@ func (c *Campaigns) Put(ctx context.Context, cid string, camp Campaign) error {
 		fv = fv.FieldValue(f[i], f[i+1])
 	}
 	if err := c.rdb.Do(ctx, fv.Build()).Error(); err != nil {
+		return err
+	}
+	if err := c.indexParents(ctx, cid, &old, &camp); err != nil {
 		return err
 	}
 	return c.index(ctx, cid)
@@ -153,8 +165,15 @@ func (c *Campaigns) List(ctx context.Context, after string, limit int) ([]campai
 
 // Delete removes a campaign and reports whether it existed.
 func (c *Campaigns) Delete(ctx context.Context, cid string) (bool, error) {
+	old, known, err := c.Read(ctx, cid)
+	if err != nil && !known {
+		return false, err
+	}
 	n, err := c.rdb.Do(ctx, c.rdb.B().Del().Key(campaignKey(cid)).Build()).AsInt64()
 	if err != nil {
+		return false, err
+	}
+	if err := c.indexParents(ctx, cid, &old, &Campaign{}); err != nil {
 		return false, err
 	}
 	return n > 0, c.rdb.Do(ctx, c.rdb.B().Zrem().Key(indexKey).Member(cid).Build()).Error()
@@ -204,12 +223,18 @@ func (c *Campaigns) LoadFile(ctx context.Context, path string) (stored, kept int
 		seen[e.CID] = true
 	}
 	for _, e := range entries {
+		if err := c.checkSiblings(ctx, e.CID, &e.Campaign); err != nil {
+			return stored, kept, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE %s: campaign %s: %w", path, e.CID, err)
+		}
 		n, err := seedScript.Exec(ctx, c.rdb, []string{campaignKey(e.CID)}, e.Campaign.Fields()).AsInt64()
 		if err != nil {
 			return stored, kept, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE: store campaign %s: %w", e.CID, err)
 		}
 		if n == 1 {
 			stored++
+			if err := c.indexParents(ctx, e.CID, &Campaign{}, &e.Campaign); err != nil {
+				return stored, kept, fmt.Errorf("CALLBACK_CAMPAIGNS_FILE: index campaign %s: %w", e.CID, err)
+			}
 		} else {
 			kept++
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	"golang.org/x/time/rate"
 
+	"github.com/freqcap/freqcap/campaign"
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/auth"
 	"github.com/freqcap/freqcap/shared/counting"
@@ -28,6 +29,7 @@ import (
 type notice struct {
 	event    string
 	cid      string
+	crid     string // the creative, when the notice names one
 	eid      string
 	dims     map[string]string // dimension -> id, the ones the notice gave
 	accepted time.Time
@@ -568,17 +570,72 @@ func (f *Forwarder) items(sch *counting.Schema, batch []entry) []counting.BatchI
 	for i, e := range batch {
 		n := e.n
 		it := counting.BatchItem{CID: n.cid, Event: n.event, Dims: n.dims, EID: n.eid}
-		need := f.campaign(n).Need(n.event)
+		camp := f.campaign(n)
+		need := camp.Need(n.event)
 		// A campaign stored beyond the counter's limits (while the counter
 		// was away) is served at them.
-		if h := min(need.Hours, sch.MaxWindowHours); h > 0 {
-			it.WindowHours = []int{h}
-		}
-		it.PaceWindowSec = min(need.PaceSec, sch.MaxPaceWindowSec)
+		it.WindowHours, it.PaceWindowSec = windowsWithin(sch, need)
 		it.Week, it.Month = need.Week, need.Month
+		it.Levels = f.levels(sch, n, &camp)
 		items[i] = it
 	}
 	return items
+}
+
+// windowsWithin are a need's hour window and exact window within the
+// counter's limits.
+func windowsWithin(sch *counting.Schema, need campaign.Need) ([]int, int) {
+	var hours []int
+	if h := min(need.Hours, sch.MaxWindowHours); h > 0 {
+		hours = []int{h}
+	}
+	return hours, min(need.PaceSec, sch.MaxPaceWindowSec)
+}
+
+// levels are the other levels a notice counts at: its campaign's
+// advertiser and io, in what the caps of all their campaigns need, and
+// its creative, in what its campaign's creative caps need; each in the
+// notice's dimensions those caps count.
+func (f *Forwarder) levels(sch *counting.Schema, n notice, camp *Campaign) []counting.LevelCount {
+	var out []counting.LevelCount
+	for _, l := range counting.Levels {
+		id := camp.LevelID(l, n.cid, n.crid)
+		if l == campaign.LevelCampaign || id == "" {
+			continue
+		}
+		need := campaign.Needs(camp.Caps, l)[n.event]
+		if l != campaign.LevelCreative {
+			need = need.Union(f.parentNeed(l, id, n))
+		}
+		lc := counting.LevelCount{Level: l, ID: id, Week: need.Week, Month: need.Month}
+		for _, d := range need.Dims {
+			if _, ok := n.dims[d]; ok {
+				lc.Dims = append(lc.Dims, d)
+			}
+		}
+		if len(lc.Dims) == 0 {
+			continue
+		}
+		lc.WindowHours, lc.PaceWindowSec = windowsWithin(sch, need)
+		out = append(out, lc)
+	}
+	return out
+}
+
+// parentNeed reads what a notice must be counted in at a parent, retrying
+// Redis errors for up to the forward timeout; when the index cannot be
+// read, the notice is counted there in what its own campaign's caps need
+// (logged).
+func (f *Forwarder) parentNeed(level, id string, n notice) campaign.Need {
+	ctx, cancel := context.WithTimeout(f.ctx, f.s.ForwardTimeout)
+	defer cancel()
+	need, err := backoff.Retry(ctx, func() (campaign.Need, error) {
+		return f.campaigns.ParentNeed(ctx, level, id, n.event)
+	}, backoff.WithBackOff(backoff.NewConstantBackOff(20*time.Millisecond)))
+	if err != nil {
+		f.log.Warn("caps index unreadable: counting the notice at this level for its own campaign's caps only", "level", level, "id", id, "cid", n.cid, "err", err)
+	}
+	return need
 }
 
 // campaign looks a notice's campaign up, retrying Redis errors for up to

@@ -197,18 +197,10 @@ func (j *Journal) Append(ctx context.Context, n notice) error {
 	var cmd rueidis.Completed
 	var keys, args []string // of the script run
 	if fp == "" {
-		fv := j.rdb.B().Xadd().Key(j.keys[p]).Id("*").FieldValue().FieldValue("E", n.event).FieldValue("C", n.cid).FieldValue("I", n.eid)
-		for d, v := range n.dims {
-			fv = fv.FieldValue(d, v)
-		}
-		cmd = fv.Build()
+		cmd = j.xadd(j.keys[p], noticeFields(n, nil))
 	} else {
 		minute := n.exp.Unix() / 60
-		args = make([]string, 0, 8+2*len(n.dims))
-		args = append(args, fp, strconv.FormatInt((minute+1)*60+seenGrace, 10), "E", n.event, "C", n.cid, "I", n.eid)
-		for d, v := range n.dims {
-			args = append(args, d, v)
-		}
+		args = noticeFields(n, append(make([]string, 0, 10+2*len(n.dims)), fp, strconv.FormatInt((minute+1)*60+seenGrace, 10)))
 		keys = []string{j.keys[p], seenKey(p, minute)}
 		// Replicated appends go in a group on one connection: EVAL there,
 		// so that a Redis without the script loaded needs no second trip.
@@ -383,8 +375,30 @@ func (j *Journal) commitGroup(ctx context.Context, group []replicatedAppend) {
 	})
 }
 
-// decode turns a stream entry back into its notice. Fields E, C and I are
-// the event, campaign and event id; every other field is a dimension
+// noticeFields appends a notice's stream fields and values to to: E, C,
+// I and R (when it names a creative), then its dimensions.
+func noticeFields(n notice, to []string) []string {
+	to = append(to, "E", n.event, "C", n.cid, "I", n.eid)
+	if n.crid != "" {
+		to = append(to, "R", n.crid)
+	}
+	for d, v := range n.dims {
+		to = append(to, d, v)
+	}
+	return to
+}
+
+// xadd appends an entry of fields and values to stream key.
+func (j *Journal) xadd(key string, fields []string) rueidis.Completed {
+	fv := j.rdb.B().Xadd().Key(key).Id("*").FieldValue()
+	for i := 0; i+1 < len(fields); i += 2 {
+		fv = fv.FieldValue(fields[i], fields[i+1])
+	}
+	return fv.Build()
+}
+
+// decode turns a stream entry back into its notice. Fields E, C, I and R
+// are the event, campaign, event id and creative; every other field is a dimension
 // (dimension names are lower case).
 func decode(p int, e rueidis.XRangeEntry) entry {
 	out := entry{part: p, id: e.ID}
@@ -397,6 +411,8 @@ func decode(p int, e rueidis.XRangeEntry) entry {
 			n.cid = v
 		case "I":
 			n.eid = v
+		case "R":
+			n.crid = v
 		case deadError, deadFrom:
 			// A dead letter's own fields (dimension names are lower case).
 		default:
@@ -723,11 +739,8 @@ const (
 func (j *Journal) Bury(ctx context.Context, es []entry, why []string) error {
 	cmds := make(rueidis.Commands, len(es))
 	for i, e := range es {
-		fv := j.rdb.B().Xadd().Key(deadKey).Id("*").FieldValue().FieldValue("E", e.n.event).FieldValue("C", e.n.cid).FieldValue("I", e.n.eid)
-		for d, v := range e.n.dims {
-			fv = fv.FieldValue(d, v)
-		}
-		cmds[i] = fv.FieldValue(deadError, why[i]).FieldValue(deadFrom, j.keys[e.part]+" "+e.id).Build()
+		f := noticeFields(e.n, nil)
+		cmds[i] = j.xadd(deadKey, append(f, deadError, why[i], deadFrom, j.keys[e.part]+" "+e.id))
 	}
 	for _, r := range j.rdb.DoMulti(ctx, cmds...) {
 		if err := r.Error(); err != nil {
@@ -742,6 +755,7 @@ type deadLetter struct {
 	ID    string            `json:"id"`
 	Event string            `json:"event"`
 	CID   string            `json:"cid"`
+	CRID  string            `json:"crid,omitempty"`
 	EID   string            `json:"eid"`
 	Dims  map[string]string `json:"dims"`
 	Error string            `json:"error"`
@@ -769,7 +783,7 @@ func (j *Journal) DeadLetters(ctx context.Context, after string, count int) ([]d
 	out := make([]deadLetter, len(es))
 	for i, e := range es {
 		d := decode(0, e).n
-		out[i] = deadLetter{ID: e.ID, Event: d.event, CID: d.cid, EID: d.eid, Dims: d.dims, Error: e.FieldValues[deadError], From: e.FieldValues[deadFrom]}
+		out[i] = deadLetter{ID: e.ID, Event: d.event, CID: d.cid, CRID: d.crid, EID: d.eid, Dims: d.dims, Error: e.FieldValues[deadError], From: e.FieldValues[deadFrom]}
 	}
 	return out, n, nil
 }

@@ -46,7 +46,7 @@ func checkValue(name, v string) *rejection {
 }
 
 // parseNotice validates a notice's parameters against the counter's
-// schema. Parameters other than cid, eid and the dimensions are ignored:
+// schema. Parameters other than cid, crid, eid and the dimensions are ignored:
 // exchanges append their own (prices, ...). Before the counter has told
 // its schema (sch nil), every parameter named like a dimension is kept, and
 // the forwarder checks them once it knows the schema.
@@ -60,6 +60,9 @@ func parseNotice(event string, sch *counting.Schema, form url.Values) (notice, *
 	}
 	if !ids.ValidCID(n.cid) {
 		return n, &rejection{"invalid", apierr.Invalid("cid must be %s", ids.CIDRule)}
+	}
+	if n.crid = form.Get("crid"); n.crid != "" && !ids.ValidCID(n.crid) {
+		return n, &rejection{"invalid", apierr.Invalid("crid must be %s", ids.CIDRule)}
 	}
 	n.dims = candidates(sch, form)
 	if sch != nil {

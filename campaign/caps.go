@@ -5,6 +5,7 @@ import (
 
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/ids"
 )
 
 // Cap is one frequency cap a campaign declares (counting.Cap).
@@ -13,10 +14,16 @@ type Cap = counting.Cap
 // Window is a cap's window (counting.CapWindow).
 type Window = counting.CapWindow
 
-// The levels and window units of caps.
+// The levels of caps (counting.Levels).
 const (
-	LevelCampaign = "campaign"
+	LevelAdvertiser = counting.LevelAdvertiser
+	LevelIO         = counting.LevelIO
+	LevelCampaign   = counting.LevelCampaign
+	LevelCreative   = counting.LevelCreative
+)
 
+// The window units of caps.
+const (
 	UnitDay     = "day"
 	UnitWeek    = "week"
 	UnitMonth   = "month"
@@ -39,6 +46,22 @@ type CapBounds struct {
 	MaxSliding int
 }
 
+// span is about how long a window lasts, in seconds: how long a cap
+// reached in it may block (a natural period's longest).
+func span(w Window) int64 {
+	switch w.Unit {
+	case UnitDay:
+		return 86400
+	case UnitWeek:
+		return 7 * 86400
+	case UnitMonth:
+		return 31 * 86400
+	case UnitHours:
+		return int64(w.N) * 3600
+	}
+	return int64(seconds(w))
+}
+
 // seconds is an exact window's length in seconds (0 for other units).
 func seconds(w Window) int {
 	switch w.Unit {
@@ -50,31 +73,42 @@ func seconds(w Window) int {
 	return 0
 }
 
-// CheckCaps validates a campaign's caps whole, naming the field at fault
-// (caps[2].window.n): each within the bounds, and, since one exact window
-// is recorded per campaign and event, one exact window length per event,
-// which must also be paceWindowSec's when that is set.
-func CheckCaps(caps []Cap, b CapBounds, paceWindowSec int) error {
-	if len(caps) > MaxCaps {
+// Check validates a declaration whole, naming the field at fault
+// (caps[2].window.n): its parents' ids, each cap within the bounds and at a
+// level the campaign has (an advertiser cap needs the advertiser), and,
+// since one exact window is recorded per level and event, one exact
+// window length per level and event, which at the campaign level must
+// also be paceWindowSec's when that is set.
+func (d *Declaration) Check(b CapBounds) error {
+	for _, p := range []struct{ field, id string }{{"advertiser", d.Advertiser}, {"io", d.IO}} {
+		if p.id != "" && !ids.ValidCID(p.id) {
+			return apierr.Invalid("%s must be %s", p.field, ids.CIDRule)
+		}
+	}
+	if len(d.Caps) > MaxCaps {
 		return apierr.Invalid("caps: at most %d", MaxCaps)
 	}
-	exact := map[string]int{}
-	for i := range caps {
-		c := &caps[i]
+	exact := map[[2]string]int{}
+	for i := range d.Caps {
+		c := &d.Caps[i]
 		if err := checkCap(c, b, i); err != nil {
 			return err
+		}
+		if c.Level == LevelAdvertiser && d.Advertiser == "" || c.Level == LevelIO && d.IO == "" {
+			return apierr.Invalid("caps[%d].level: a cap at the %s level needs the campaign's %s", i, c.Level, c.Level)
 		}
 		s := seconds(c.Window)
 		if s == 0 {
 			continue
 		}
-		if prev, ok := exact[c.Event]; ok && prev != s {
-			return apierr.Invalid("caps[%d].window: an exact window of %d s for %s, where another cap has one of %d s: one exact window per event", i, s, c.Event, prev)
+		key := [2]string{c.Level, c.Event}
+		if prev, ok := exact[key]; ok && prev != s {
+			return apierr.Invalid("caps[%d].window: an exact window of %d s for %s at the %s level, where another cap has one of %d s: one exact window per level and event", i, s, c.Event, c.Level, prev)
 		}
-		if paceWindowSec > 0 && s != paceWindowSec {
-			return apierr.Invalid("caps[%d].window: an exact window of %d s, where paceWindowSec is %d: one exact window per event", i, s, paceWindowSec)
+		if c.Level == LevelCampaign && d.PaceWindowSec > 0 && s != d.PaceWindowSec {
+			return apierr.Invalid("caps[%d].window: an exact window of %d s, where paceWindowSec is %d: one exact window per event", i, s, d.PaceWindowSec)
 		}
-		exact[c.Event] = s
+		exact[key] = s
 	}
 	return nil
 }
@@ -93,8 +127,8 @@ func checkCap(c *Cap, b CapBounds, i int) error {
 	}
 	w := c.Window
 	switch {
-	case c.Level != LevelCampaign:
-		return apierr.Invalid("caps[%d].level must be %q: advertiser, io and creative levels are not counted yet", i, LevelCampaign)
+	case !slices.Contains(counting.Levels, c.Level):
+		return apierr.Invalid("caps[%d].level must be one of %v", i, counting.Levels)
 	case len(b.Events) > 0 && !slices.Contains(b.Events, c.Event):
 		return apierr.Invalid("caps[%d].event must be one of %v", i, b.Events)
 	case len(b.Dimensions) > 0 && !slices.Contains(b.Dimensions, c.Dim):
@@ -126,32 +160,65 @@ func checkCap(c *Cap, b CapBounds, i int) error {
 	return nil
 }
 
-// Need is what the notices of one event must be counted in for a
-// campaign's caps: the hours to keep summable (0: none), the exact
-// window, in seconds (0: none), and the natural week and month.
+// Need is what the notices of one event must be counted in at one level
+// for the caps there: the hours to keep summable (0: none), the exact
+// window, in seconds (0: none), the natural week and month, and the
+// dimensions the caps count (a campaign counts every dimension; the other
+// levels only these).
 type Need struct {
-	Hours       int
-	PaceSec     int
-	Week, Month bool
+	Hours   int      `json:"hours,omitempty"`
+	PaceSec int      `json:"paceSec,omitempty"`
+	Week    bool     `json:"week,omitempty"`
+	Month   bool     `json:"month,omitempty"`
+	Dims    []string `json:"dims,omitempty"`
 }
 
-// Needs are, by event, what a campaign's caps need counted: the largest
-// hour window and the exact window of each event.
-func Needs(caps []Cap) map[string]Need {
+// Needs are, by event, what the caps at level need counted: the largest
+// hour window, the exact window, the week and month of each event, and
+// its dimensions.
+func Needs(caps []Cap, level string) map[string]Need {
 	out := map[string]Need{}
 	for _, c := range caps {
-		n := out[c.Event]
-		switch c.Window.Unit {
-		case UnitHours:
-			n.Hours = max(n.Hours, c.Window.N)
-		case UnitMinutes, UnitSeconds:
-			n.PaceSec = seconds(c.Window)
-		case UnitWeek:
-			n.Week = true
-		case UnitMonth:
-			n.Month = true
+		if c.Level != level {
+			continue
 		}
-		out[c.Event] = n
+		out[c.Event] = out[c.Event].with(c)
 	}
 	return out
+}
+
+// with is n and what cap c needs.
+func (n Need) with(c Cap) Need {
+	switch c.Window.Unit {
+	case UnitHours:
+		n.Hours = max(n.Hours, c.Window.N)
+	case UnitMinutes, UnitSeconds:
+		n.PaceSec = seconds(c.Window)
+	case UnitWeek:
+		n.Week = true
+	case UnitMonth:
+		n.Month = true
+	}
+	if !slices.Contains(n.Dims, c.Dim) {
+		n.Dims = append(slices.Clone(n.Dims), c.Dim)
+		slices.Sort(n.Dims)
+	}
+	return n
+}
+
+// Union is what both n and o need; exact windows of different lengths
+// cannot be (Check and the parents' index refuse them): n's is kept.
+func (n Need) Union(o Need) Need {
+	n.Hours = max(n.Hours, o.Hours)
+	if n.PaceSec == 0 {
+		n.PaceSec = o.PaceSec
+	}
+	n.Week, n.Month = n.Week || o.Week, n.Month || o.Month
+	for _, d := range o.Dims {
+		if !slices.Contains(n.Dims, d) {
+			n.Dims = append(slices.Clone(n.Dims), d)
+		}
+	}
+	slices.Sort(n.Dims)
+	return n
 }

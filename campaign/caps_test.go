@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -11,12 +12,19 @@ func TestCheckCapsNamesTheField(t *testing.T) {
 	for name, tt := range map[string]struct {
 		caps []Cap
 		pace int
+		adv  string
 		want string // "" is valid
 	}{
 		"day, hours and an exact window": {caps: []Cap{{Event: "win", Window: day, Limit: 3}, {Event: "win", Window: Window{Unit: UnitHours, N: 2}, Limit: 1},
 			{Event: "imp", Window: Window{Unit: UnitMinutes, N: 10, MinGapSec: 60}, Limit: 2}}},
 		"defaults: campaign level, the first event": {caps: []Cap{{Window: day, Limit: 1}}},
-		"an advertiser level":                       {caps: []Cap{{Level: "advertiser", Window: day, Limit: 1}}, want: "caps[0].level"},
+		"an advertiser level":                       {caps: []Cap{{Level: "advertiser", Window: day, Limit: 1}}, adv: "acme"},
+		"an advertiser level without one":           {caps: []Cap{{Level: "advertiser", Window: day, Limit: 1}}, want: "caps[0].level: a cap at the advertiser level needs the campaign's advertiser"},
+		"an io level without one":                   {caps: []Cap{{Level: "io", Window: day, Limit: 1}}, adv: "acme", want: "caps[0].level: a cap at the io level"},
+		"a creative level":                          {caps: []Cap{{Level: "creative", Window: day, Limit: 1}}},
+		"an unknown level":                          {caps: []Cap{{Level: "brand", Window: day, Limit: 1}}, want: "caps[0].level must be one of"},
+		"an advertiser id with a colon":             {caps: []Cap{{Window: day, Limit: 1}}, adv: "a:b", want: "advertiser must be"},
+		"one exact window per level":                {caps: []Cap{{Window: Window{Unit: UnitMinutes, N: 10}, Limit: 1}, {Level: "creative", Window: Window{Unit: UnitSeconds, N: 60}, Limit: 1}}},
 		"an unknown event":                          {caps: []Cap{{Window: day, Limit: 1}, {Event: "click", Window: day, Limit: 1}}, want: "caps[1].event"},
 		"a limit of 0":                              {caps: []Cap{{Window: day, Limit: 0}}, want: "caps[0].limit"},
 		"two days":                                  {caps: []Cap{{Window: Window{Unit: UnitDay, N: 2}, Limit: 1}}, want: "caps[0].window.n"},
@@ -35,7 +43,8 @@ func TestCheckCapsNamesTheField(t *testing.T) {
 		"32 caps":                                  {caps: manyCaps(MaxCaps)},
 		"33 caps":                                  {caps: manyCaps(MaxCaps + 1), want: "caps: at most 32"},
 	} {
-		err := CheckCaps(tt.caps, b, tt.pace)
+		d := Declaration{Caps: tt.caps, PaceWindowSec: tt.pace, Advertiser: tt.adv}
+		err := d.Check(b)
 		switch {
 		case tt.want == "" && err != nil:
 			t.Errorf("%s: %v", name, err)
@@ -54,9 +63,21 @@ func TestNeedsAreTheLargestWindowsByEvent(t *testing.T) {
 		{Event: "imp", Window: Window{Unit: UnitMonth, N: 1}, Limit: 30},
 		{Event: "billing", Window: Window{Unit: UnitWeek, N: 1}, Limit: 7},
 	}
-	got := Needs(caps)
-	if got["win"] != (Need{Hours: 24}) || got["imp"] != (Need{PaceSec: 600, Month: true}) || got["billing"] != (Need{Week: true}) || len(got) != 3 {
-		t.Errorf("Needs = %v", got)
+	for i := range caps {
+		caps[i].Level, caps[i].Dim = LevelCampaign, "device"
+	}
+	caps = append(caps, Cap{Level: LevelAdvertiser, Event: "win", Dim: "bundle", Window: Window{Unit: UnitHours, N: 48}, Limit: 9})
+	got := Needs(caps, LevelCampaign)
+	dev := []string{"device"}
+	if !reflect.DeepEqual(got, map[string]Need{"win": {Hours: 24, Dims: dev}, "imp": {PaceSec: 600, Month: true, Dims: dev}, "billing": {Week: true, Dims: dev}}) {
+		t.Errorf("Needs at the campaign = %v", got)
+	}
+	adv := Needs(caps, LevelAdvertiser)
+	if !reflect.DeepEqual(adv, map[string]Need{"win": {Hours: 48, Dims: []string{"bundle"}}}) {
+		t.Errorf("Needs at the advertiser = %v", adv)
+	}
+	if u := got["win"].Union(adv["win"]); !reflect.DeepEqual(u, Need{Hours: 48, Dims: []string{"bundle", "device"}}) {
+		t.Errorf("Union = %v", u)
 	}
 }
 

@@ -9,7 +9,6 @@ package campaign
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -25,6 +24,9 @@ import (
 type Query struct {
 	CID   string
 	Event string
+	// Level is whose id CID is: "" for the campaign's own counters, else
+	// an advertiser, io or creative (counting.Scope.Level).
+	Level string
 	Dims  []Dim
 	// Windows are the hour windows asked for, ascending; a write takes at
 	// most one.
@@ -36,6 +38,9 @@ type Query struct {
 	Week, Month bool
 	// EID is the event id of a write.
 	EID string
+	// Also are the other levels a write counts at (counting.LevelCount),
+	// with the same event and event id.
+	Also []Query
 }
 
 // Dim is one dimension of a query and the id counted in it.
@@ -90,7 +95,7 @@ const (
 
 // items turns queries into items; refs say where each item's answer goes.
 func (q *Query) items(its []counting.Item, refs []ref, qi int, write bool) ([]counting.Item, []ref) {
-	scope := counting.Scope{Campaign: q.CID, Event: q.Event}
+	scope := counting.Scope{Campaign: q.CID, Event: q.Event, Level: q.Level}
 	for d, dim := range q.Dims {
 		subj := counting.Subject{Dim: dim.Name, ID: dim.ID}
 		add := func(spec counting.Spec, p part, w int) {
@@ -177,27 +182,48 @@ func (v Counters) Incr(ctx context.Context, q *Query) (Result, error) {
 // pipelined round trip per Redis node); each query gets its result or its
 // own error.
 func (v Counters) IncrBatch(ctx context.Context, qs []Query) ([]Result, []error) {
-	for i := range qs {
-		if qs[i].PaceWindowSec > 0 && qs[i].EID == "" {
-			qs[i].EID = ids.Random("r-")
-		}
-	}
-	its, refs := queryItems(qs, true)
+	all, owner := withLevels(qs)
+	its, refs := queryItems(all, true)
 	got := v.Write(ctx, its)
-	res := newResults(qs)
+	res := newResults(all)
 	errs := make([]error, len(qs))
-	for i := range res {
+	for i := range qs {
 		res[i].Duplicate = true
 	}
 	for k, r := range refs {
+		o := owner[r.q]
 		if got[k].Code != apierr.OK {
-			errs[r.q] = &apierr.Error{Code: got[k].Code, Msg: got[k].Msg}
+			errs[o] = &apierr.Error{Code: got[k].Code, Msg: got[k].Msg}
 			continue
 		}
 		fill(res, r, &got[k])
-		res[r.q].Duplicate = res[r.q].Duplicate && got[k].Duplicate
+		// Counted anew at any level: not a duplicate.
+		res[o].Duplicate = res[o].Duplicate && got[k].Duplicate
 	}
-	return res, errs
+	return res[:len(qs)], errs
+}
+
+// withLevels are qs followed by the other levels each counts at (Also,
+// with its event id), and for each the index of the query it belongs to.
+// A query that records an exact window without an event id gets one, so
+// every dimension and level records the same member.
+func withLevels(qs []Query) ([]Query, []int) {
+	all, owner := append(make([]Query, 0, 2*len(qs)), qs...), make([]int, len(qs), 2*len(qs))
+	for i := range qs {
+		if qs[i].EID == "" && (qs[i].PaceWindowSec > 0 || len(qs[i].Also) > 0) {
+			qs[i].EID = ids.Random("r-")
+			all[i].EID = qs[i].EID
+		}
+		owner[i] = i
+	}
+	for i := range qs {
+		for _, a := range qs[i].Also {
+			a.Event, a.EID = qs[i].Event, qs[i].EID
+			all = append(all, a)
+			owner = append(owner, i)
+		}
+	}
+	return all, owner
 }
 
 // size is how many items q becomes.
@@ -374,10 +400,7 @@ func paceCode(g *counting.Result) int {
 func (v Counters) ReadBatch(ctx context.Context, p *Parser, items []counting.BatchItem) ([]counting.Answer, error) {
 	qs := make([]Query, len(items))
 	for i, it := range items {
-		q, err := p.FromItem(it, fmt.Sprintf("items[%d].", i))
-		if err == nil && it.EID != "" {
-			err = apierr.Invalid("items[%d].eid is only accepted on writes", i)
-		}
+		q, err := p.ReadItem(it, i)
 		if err != nil {
 			return nil, err
 		}
@@ -393,7 +416,7 @@ func (v Counters) ReadBatch(ctx context.Context, p *Parser, items []counting.Bat
 
 // AnswerOf is a read query's answer on the wire (counting.Answer).
 func AnswerOf(q *Query, r *Result) counting.Answer {
-	a := counting.Answer{CID: q.CID, Event: q.Event, WindowHours: q.Windows, PaceWindowSec: q.PaceWindowSec,
+	a := counting.Answer{CID: q.CID, Level: q.Level, Event: q.Event, WindowHours: q.Windows, PaceWindowSec: q.PaceWindowSec,
 		Counts: make(map[string]counting.Counts, len(q.Dims))}
 	if a.WindowHours == nil {
 		a.WindowHours = []int{}

@@ -14,8 +14,8 @@ import (
 )
 
 // Decide answers one bid request from its candidates' declared caps: each
-// candidate allowed, or the first of its caps, in declared order, whose
-// count reached its limit. Every count all candidates need is read in one
+// candidate allowed, or blocked by the strictest of its caps whose count
+// reached its limit (the one that blocks longest: block). Every count all candidates need is read in one
 // store read (within its deadline, failing open per candidate, last-known
 // values when Redis is slow). decls holds each candidate's declaration;
 // a candidate without one is allowed with code 10002.
@@ -26,26 +26,26 @@ func (v Counters) Decide(ctx context.Context, ids map[string]string, cands []cou
 	var refs [][]ref // per candidate and cap: its query, -1 when nothing to count
 	refs = make([][]ref, len(cands))
 	for i, c := range cands {
-		out[i] = counting.Verdict{CID: c.CID, Allowed: true}
+		out[i] = counting.Verdict{CID: c.CID, CRID: c.CRID, Allowed: true}
 		d := decls[c.CID]
 		if d == nil {
 			out[i].Code, out[i].Msg = apierr.KeyNotFound, "campaign "+c.CID+" is not known: nothing declared, allowed"
 			continue
 		}
-		at := map[[2]string]int{} // event, dim -> query
+		at := map[[4]string]int{} // level, its id, event, dim -> query
 		refs[i] = make([]ref, len(d.Caps))
 		for k, cp := range d.Caps {
-			id := ids[cp.Dim]
-			if id == "" {
-				refs[i][k] = ref{i, -1} // no such identity: nothing counted
+			id, of := ids[cp.Dim], d.LevelID(cp.Level, c.CID, c.CRID)
+			if id == "" || of == "" {
+				refs[i][k] = ref{i, -1} // no such identity or creative: nothing counted
 				continue
 			}
-			key := [2]string{cp.Event, cp.Dim}
+			key := [4]string{cp.Level, of, cp.Event, cp.Dim}
 			q, ok := at[key]
 			if !ok {
 				q = len(qs)
 				at[key] = q
-				qs = append(qs, Query{CID: c.CID, Event: cp.Event, Dims: []Dim{{Name: cp.Dim, ID: id}}})
+				qs = append(qs, Query{CID: of, Level: levelOf(cp.Level), Event: cp.Event, Dims: []Dim{{Name: cp.Dim, ID: id}}})
 			}
 			switch cp.Window.Unit {
 			case UnitHours:
@@ -77,9 +77,17 @@ func (v Counters) Decide(ctx context.Context, ids map[string]string, cands []cou
 	return out
 }
 
+// levelOf is a cap's level as a query's: "" for the campaign's own.
+func levelOf(level string) string {
+	if level == LevelCampaign {
+		return ""
+	}
+	return level
+}
+
 // judge applies one cap to the counts read for it: a failed read degrades
 // the verdict (allowed), a stale one marks it, a count at the limit
-// blocks it (the first such cap is the one named).
+// blocks it (the strictest such cap is the one named).
 func judge(v *counting.Verdict, cp *Cap, q *Query, r *Result, nowMs int64) {
 	if r.Err != nil {
 		if !v.Degraded {
@@ -89,9 +97,6 @@ func judge(v *counting.Verdict, cp *Cap, q *Query, r *Result, nowMs int64) {
 	}
 	if r.Stale {
 		v.Stale, v.AgeMs = true, max(v.AgeMs, r.AgeMs)
-	}
-	if !v.Allowed {
-		return
 	}
 	c := &r.Counts[0]
 	var count int64
@@ -108,13 +113,32 @@ func judge(v *counting.Verdict, cp *Cap, q *Query, r *Result, nowMs int64) {
 	default:
 		count, reason = c.Pace.Count, ReasonPaceLimit
 		if gap := int64(cp.Window.MinGapSec) * 1000; gap > 0 && c.Pace.LastAt > 0 && nowMs-c.Pace.LastAt < gap {
-			v.Allowed, v.Cap, v.Reason, v.Count = false, cp, ReasonPaceGap, nowMs-c.Pace.LastAt
+			block(v, cp, ReasonPaceGap, nowMs-c.Pace.LastAt, int64(cp.Window.MinGapSec))
 			return
 		}
 	}
 	if count >= cp.Limit {
-		v.Allowed, v.Cap, v.Reason, v.Count = false, cp, reason, count
+		block(v, cp, reason, count, span(cp.Window))
 	}
+}
+
+// block records that cp blocks the verdict, unless a stricter cap already
+// does: the strictest is the one that blocks longest, the one with the
+// longest window (for a minimum gap, the gap), the first declared of
+// equals.
+func block(v *counting.Verdict, cp *Cap, reason string, count, spanSec int64) {
+	if !v.Allowed && v.Cap != nil && spanSec <= blocks(v) {
+		return
+	}
+	v.Allowed, v.Cap, v.Reason, v.Count = false, cp, reason, count
+}
+
+// blocks is how long the cap that blocks v may block, in seconds.
+func blocks(v *counting.Verdict) int64 {
+	if v.Reason == ReasonPaceGap {
+		return int64(v.Cap.Window.MinGapSec)
+	}
+	return span(v.Cap.Window)
 }
 
 // How a cap blocks (counting.Verdict.Reason).
@@ -182,7 +206,11 @@ func (v Counters) Declarations(ctx context.Context, cids []string) Declared {
 			}
 			out.Unread[cids[i]] = true
 		case len(m) > 0:
-			if d, err := parsed.get(cids[i], m); err == nil {
+			cid := cids[i]
+			if d, err := parsed.Get(cid, m, func(m map[string]string) (*Declaration, error) {
+				d, err := Parse(cid, m)
+				return &d, err
+			}); err == nil {
 				out.Decls[cids[i]] = d
 			}
 		}
@@ -208,46 +236,56 @@ func (p *Parser) CheckDecide(req *counting.DecideRequest, most int) error {
 		if !ids.ValidCID(c.CID) {
 			return apierr.Invalid("candidates[%d].cid must be %s", i, ids.CIDRule)
 		}
+		if c.CRID != "" && !ids.ValidCID(c.CRID) {
+			return apierr.Invalid("candidates[%d].crid must be %s", i, ids.CIDRule)
+		}
 	}
 	return nil
 }
 
 // parsed are the declarations Declarations parsed, by cid, with the hash
 // they came from: parsing a campaign's caps (JSON) is most of a decide's
-// CPU, and a declaration changes seldom. Shared read-only by every
-// decide; at most maxParsed are kept.
-var parsed = &parsedDecls{m: map[string]parsedDecl{}}
+// CPU, and a declaration changes seldom. Shared read-only by every decide.
+var parsed = NewHashCache[*Declaration](1 << 16)
 
-const maxParsed = 1 << 16
-
-type parsedDecls struct {
-	mu sync.RWMutex
-	m  map[string]parsedDecl
+// HashCache keeps what was parsed from Redis hashes, by key, with the hash
+// each came from: a hash read through client-side caching is parsed again
+// only when it changed. At most max are kept.
+type HashCache[T any] struct {
+	mu  sync.RWMutex
+	m   map[string]hashEntry[T]
+	max int
 }
 
-type parsedDecl struct {
+type hashEntry[T any] struct {
 	hash map[string]string
-	d    *Declaration
+	v    T
 }
 
-// get answers cid's declaration parsed from m, parsing only when m
-// differs from the hash it was last parsed from.
-func (p *parsedDecls) get(cid string, m map[string]string) (*Declaration, error) {
-	p.mu.RLock()
-	e, ok := p.m[cid]
-	p.mu.RUnlock()
+// NewHashCache returns an empty cache of at most max entries.
+func NewHashCache[T any](max int) *HashCache[T] {
+	return &HashCache[T]{m: map[string]hashEntry[T]{}, max: max}
+}
+
+// Get answers what parse makes of key's hash m, parsing only when m
+// differs from the hash it was last parsed from; a parse error is not
+// kept.
+func (c *HashCache[T]) Get(key string, m map[string]string, parse func(map[string]string) (T, error)) (T, error) {
+	c.mu.RLock()
+	e, ok := c.m[key]
+	c.mu.RUnlock()
 	if ok && maps.Equal(e.hash, m) {
-		return e.d, nil
+		return e.v, nil
 	}
-	d, err := Parse(cid, m)
+	v, err := parse(m)
 	if err != nil {
-		return nil, err
+		return v, err
 	}
-	p.mu.Lock()
-	if len(p.m) >= maxParsed {
-		clear(p.m)
+	c.mu.Lock()
+	if len(c.m) >= c.max {
+		clear(c.m)
 	}
-	p.m[cid] = parsedDecl{hash: m, d: &d}
-	p.mu.Unlock()
-	return &d, nil
+	c.m[key] = hashEntry[T]{hash: m, v: v}
+	c.mu.Unlock()
+	return v, nil
 }

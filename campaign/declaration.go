@@ -10,6 +10,10 @@ import (
 // campaigns file store it; the counter and the client's direct mode read
 // it): its windows and its caps.
 type Declaration struct {
+	// Advertiser and IO are the campaign's parents: caps at their level
+	// count the notices of every campaign that names them.
+	Advertiser string `json:"advertiser,omitempty"`
+	IO         string `json:"io,omitempty"`
 	// WinLimitHours > 0 makes every notice also count in the hour buckets
 	// of the last WinLimitHours hours.
 	WinLimitHours int `json:"winLimitHours"`
@@ -22,13 +26,28 @@ type Declaration struct {
 	Caps []Cap `json:"caps,omitempty"`
 }
 
+// LevelID is the id whose counters a cap at level reads for a candidate
+// of campaign cid serving creative crid: "" when the candidate has none
+// (a creative cap without a crid), and the cap does not apply.
+func (d *Declaration) LevelID(level, cid, crid string) string {
+	switch level {
+	case LevelAdvertiser:
+		return d.Advertiser
+	case LevelIO:
+		return d.IO
+	case LevelCreative:
+		return crid
+	}
+	return cid
+}
+
 // Key is the Redis hash of campaign cid.
 func Key(cid string) string { return "campaign:{" + cid + "}" }
 
 // Need is what a notice of event must be counted in: WinLimitHours and
 // PaceWindowSec for every event, and what the caps of that event need.
 func (d Declaration) Need(event string) Need {
-	n := Needs(d.Caps)[event]
+	n := Needs(d.Caps, LevelCampaign)[event]
 	n.Hours = max(n.Hours, d.WinLimitHours)
 	if n.PaceSec == 0 {
 		n.PaceSec = d.PaceWindowSec
@@ -42,7 +61,8 @@ func (d Declaration) Fields() []string {
 	if d.Caps == nil {
 		caps = []byte("[]")
 	}
-	return []string{"winLimitHours", strconv.Itoa(d.WinLimitHours), "paceWindowSec", strconv.Itoa(d.PaceWindowSec), "caps", string(caps)}
+	return []string{"winLimitHours", strconv.Itoa(d.WinLimitHours), "paceWindowSec", strconv.Itoa(d.PaceWindowSec), "caps", string(caps),
+		"advertiser", d.Advertiser, "io", d.IO}
 }
 
 // Parse reads campaign cid's declaration from its hash fields (hand
@@ -55,6 +75,7 @@ func Parse(cid string, m map[string]string) (Declaration, error) {
 			return Declaration{}, fmt.Errorf("campaign %s: caps %q are not a JSON list of caps: %v", cid, v, err)
 		}
 	}
+	d.Advertiser, d.IO = m["advertiser"], m["io"]
 	for field, dst := range map[string]*int{"winLimitHours": &d.WinLimitHours, "paceWindowSec": &d.PaceWindowSec} {
 		v, ok := m[field]
 		if !ok {

@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"fmt"
 	"maps"
 	"net/url"
 	"slices"
@@ -122,23 +123,15 @@ func IntParam(name, v string, lo, hi int) (int, error) {
 // FromItem turns a batch item into a query; field names in errors are
 // prefixed with the item's place, e.g. items[3].windowHours.
 func (p *Parser) FromItem(it counting.BatchItem, prefix string) (Query, error) {
-	q := Query{CID: it.CID, Event: it.Event, PaceWindowSec: it.PaceWindowSec, Week: it.Week, Month: it.Month, EID: it.EID}
+	q := Query{CID: it.CID, Event: it.Event, Level: it.Level, PaceWindowSec: it.PaceWindowSec, Week: it.Week, Month: it.Month, EID: it.EID}
 	if q.Event == "" {
 		q.Event = p.events[0]
 	}
-	if len(it.WindowHours) > MaxWindows {
-		return q, apierr.Invalid("%swindowHours takes at most %d windows", prefix, MaxWindows)
+	if err := core.CheckLevel(&q.Level, prefix+"level"); err != nil {
+		return q, err
 	}
-	for _, n := range it.WindowHours {
-		if n < 1 || n > p.maxWindow {
-			return q, p.windowErr(prefix, 1)
-		}
-		q.Windows = append(q.Windows, n)
-	}
-	slices.Sort(q.Windows)
-	q.Windows = slices.Compact(q.Windows)
-	if q.PaceWindowSec < 0 || q.PaceWindowSec > p.maxPace {
-		return q, apierr.Invalid("%spaceWindowSec must be a whole number between 0 and %d", prefix, p.maxPace)
+	if err := p.windowsOf(&q, it.WindowHours, prefix); err != nil {
+		return q, err
 	}
 	for name, id := range it.Dims {
 		if !slices.Contains(p.dims, name) {
@@ -147,7 +140,84 @@ func (p *Parser) FromItem(it counting.BatchItem, prefix string) (Query, error) {
 		q.Dims = append(q.Dims, Dim{Name: name, ID: id})
 	}
 	p.sortDims(q.Dims)
-	return q, p.validate(&q, prefix)
+	if err := p.validate(&q, prefix); err != nil {
+		return q, err
+	}
+	if len(it.Levels) > len(counting.Levels) {
+		return q, apierr.Invalid("%slevels: at most %d", prefix, len(counting.Levels))
+	}
+	for i, l := range it.Levels {
+		a, err := p.level(&q, l, fmt.Sprintf("%slevels[%d].", prefix, i))
+		if err != nil {
+			return q, err
+		}
+		q.Also = append(q.Also, a)
+	}
+	return q, nil
+}
+
+// ReadItem turns item i of a batch read into a query: no event id, no
+// other levels (those are for writes).
+func (p *Parser) ReadItem(it counting.BatchItem, i int) (Query, error) {
+	q, err := p.FromItem(it, fmt.Sprintf("items[%d].", i))
+	switch {
+	case err != nil:
+		return q, err
+	case it.EID != "":
+		return q, apierr.Invalid("items[%d].eid is only accepted on writes (/v1/incr/batch)", i)
+	case len(it.Levels) > 0:
+		return q, apierr.Invalid("items[%d].levels are only accepted on writes (/v1/incr/batch)", i)
+	}
+	return q, nil
+}
+
+// level turns one more level of a write into its query: its id, the
+// dimensions of q it names, its windows.
+func (p *Parser) level(q *Query, l counting.LevelCount, prefix string) (Query, error) {
+	a := Query{CID: l.ID, Event: q.Event, Level: l.Level, PaceWindowSec: l.PaceWindowSec, Week: l.Week, Month: l.Month}
+	if err := core.CheckLevel(&a.Level, prefix+"level"); err != nil {
+		return a, err
+	}
+	if a.Level == "" || a.Level == q.Level {
+		return a, apierr.Invalid("%slevel must be another level than the item's own", prefix)
+	}
+	if !ids.ValidCID(a.CID) {
+		return a, apierr.Invalid("%sid must be %s", prefix, ids.CIDRule)
+	}
+	if err := p.windowsOf(&a, l.WindowHours, prefix); err != nil {
+		return a, err
+	}
+	if len(l.Dims) == 0 {
+		return a, apierr.Invalid("%sdims: name at least one of the item's dimensions", prefix)
+	}
+	for _, name := range l.Dims {
+		k := slices.IndexFunc(q.Dims, func(d Dim) bool { return d.Name == name })
+		if k < 0 || slices.ContainsFunc(a.Dims, func(d Dim) bool { return d.Name == name }) {
+			return a, apierr.Invalid("%sdims: %q is not one of the item's dimensions, or is named twice", prefix, name)
+		}
+		a.Dims = append(a.Dims, q.Dims[k])
+	}
+	p.sortDims(a.Dims)
+	return a, nil
+}
+
+// windowsOf sets q's hour windows and checks its exact window.
+func (p *Parser) windowsOf(q *Query, hours []int, prefix string) error {
+	if len(hours) > MaxWindows {
+		return apierr.Invalid("%swindowHours takes at most %d windows", prefix, MaxWindows)
+	}
+	for _, n := range hours {
+		if n < 1 || n > p.maxWindow {
+			return p.windowErr(prefix, 1)
+		}
+		q.Windows = append(q.Windows, n)
+	}
+	slices.Sort(q.Windows)
+	q.Windows = slices.Compact(q.Windows)
+	if q.PaceWindowSec < 0 || q.PaceWindowSec > p.maxPace {
+		return apierr.Invalid("%spaceWindowSec must be a whole number between 0 and %d", prefix, p.maxPace)
+	}
+	return nil
 }
 
 // sortDims puts dimensions in configured order, so answers and key order do

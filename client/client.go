@@ -191,6 +191,7 @@ const (
 // Decision is the verdict on one candidate.
 type Decision struct {
 	CID     string
+	CRID    string // the creative asked about (DecideCreatives)
 	Allowed bool
 	// Reason, Dim, Count and Limit describe the first cap that blocks:
 	// Count events against a Limit (for PaceGap, milliseconds since the
@@ -209,8 +210,9 @@ type Decision struct {
 	// (COUNTER_STALE_MAX): a real decision, on slightly old counts.
 	Stale   bool
 	StaleMs int64
-	// Declared is the declared cap that blocks (DecideIDs only); Unknown
-	// says the campaign declares nothing (DecideIDs only: allowed).
+	// Declared is the declared cap that blocks, its Level among them
+	// (DecideIDs and DecideCreatives only); Unknown says the campaign
+	// declares nothing (allowed).
 	Declared *DeclaredCap
 	Unknown  bool
 }
@@ -443,6 +445,13 @@ type NoticeSigner struct {
 // exchange to substitute, such as "price=${AUCTION_PRICE}", may be
 // appended after the URLs' sig.
 func (s NoticeSigner) URLs(cid string, ids Identities, requestID, impID string) (Notices, error) {
+	return s.CreativeURLs(cid, "", ids, requestID, impID)
+}
+
+// CreativeURLs is URLs for a bid that serves creative crid (none when
+// empty): the creative is signed with the rest, and the notices count at
+// the creative's level too.
+func (s NoticeSigner) CreativeURLs(cid, crid string, ids Identities, requestID, impID string) (Notices, error) {
 	if requestID == "" || impID == "" {
 		return Notices{}, fmt.Errorf("freqcap client: a signed notice needs the bid request id and imp id for its eid")
 	}
@@ -454,6 +463,9 @@ func (s NoticeSigner) URLs(cid string, ids Identities, requestID, impID string) 
 		now = s.Now
 	}
 	ps := []signing.Param{{Name: "cid", Value: cid}, {Name: "eid", Value: requestID + ":" + impID}}
+	if crid != "" {
+		ps = append(ps, signing.Param{Name: "crid", Value: crid})
+	}
 	for d, id := range ids {
 		if id != "" {
 			ps = append(ps, signing.Param{Name: d, Value: id})

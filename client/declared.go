@@ -25,13 +25,28 @@ type DeclaredCap = counting.Cap
 // nothing is allowed, Unknown. The decisions are always usable; the
 // error says why some are degraded (nil when none is).
 func (c *Client) DecideIDs(ctx context.Context, ids Identities, cids []string) ([]Decision, error) {
-	out := make([]Decision, len(cids))
-	req := counting.DecideRequest{Identities: ids, Candidates: make([]counting.Candidate, len(cids))}
+	cands := make([]Creative, len(cids))
 	for i, cid := range cids {
-		out[i] = Decision{CID: cid, Allowed: true}
-		req.Candidates[i].CID = cid
+		cands[i].CID = cid
 	}
-	if len(cids) == 0 {
+	return c.DecideCreatives(ctx, ids, cands)
+}
+
+// Creative is a candidate by id: its campaign, and the creative the bid
+// would serve (CRID, optional), to which the campaign's creative caps apply.
+type Creative = counting.Candidate
+
+// DecideCreatives is DecideIDs for candidates that name their creative:
+// the campaign's caps at every level apply (advertiser and io caps
+// shared with the other campaigns of its parents), its creative caps to
+// the candidate's creative.
+func (c *Client) DecideCreatives(ctx context.Context, ids Identities, cands []Creative) ([]Decision, error) {
+	out := make([]Decision, len(cands))
+	req := counting.DecideRequest{Identities: ids, Candidates: cands}
+	for i, cand := range cands {
+		out[i] = Decision{CID: cand.CID, CRID: cand.CRID, Allowed: true}
+	}
+	if len(cands) == 0 {
 		return out, nil
 	}
 	degradeAll := func() {
@@ -75,7 +90,7 @@ func (c *Client) DecideIDs(ctx context.Context, ids Identities, cids []string) (
 		}
 	}
 	if degraded > 0 {
-		return out, fmt.Errorf("freqcap client: %d of %d candidates degraded", degraded, len(cids))
+		return out, fmt.Errorf("freqcap client: %d of %d candidates degraded", degraded, len(cands))
 	}
 	return out, nil
 }

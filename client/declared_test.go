@@ -45,12 +45,17 @@ func TestDecideIDsDirectAgreesWithHTTP(t *testing.T) {
 			switch rng.IntN(3) {
 			case 0:
 				cp.Window = counting.CapWindow{Unit: "day", N: 1}
+				cp.Limit += 6 // longer windows, larger limits: every kind of cap gets to be the strictest at its limit
 			case 1:
 				cp.Window = counting.CapWindow{Unit: "hours", N: []int{2, 24}[rng.IntN(2)]}
+				cp.Limit += 3
 			default:
 				cp.Window = counting.CapWindow{Unit: "seconds", N: 3600, MinGapSec: rng.IntN(2) * 3600}
 			}
 			caps = append(caps, cp)
+		}
+		if c == 5 { // one campaign whose only cap is an exact window without a gap
+			caps = []client.DeclaredCap{{Level: "campaign", Event: "win", Dim: "device", Limit: 2, Window: counting.CapWindow{Unit: "seconds", N: 3600}}}
 		}
 		declareCaps(t, fmt.Sprintf("di%d", c), caps)
 	}

@@ -6,6 +6,7 @@ package core
 // counter's Redis Cluster hash tag, so one script touches one slot:
 //
 //	campaign  <event>:<dim>:<cid>:<id>
+//	level     <event>:<dim>:<level>=<level id>:<id>  (advertiser, io, creative)
 //	business  b:<business id>:<key>
 //	limiter   p:<policy>:<key>
 //
@@ -53,6 +54,11 @@ func Tagged(prefix string, it *counting.Item) string {
 	}
 	if it.Scope.Business != 0 {
 		return prefix + "{b:" + strconv.FormatUint(uint64(it.Scope.Business), 10) + ":" + Escape(it.Subject.ID) + "}"
+	}
+	if l := it.Scope.Level; l != "" {
+		// advertiser=<id>: '=' is not in a campaign id, so no level's
+		// counter shares a campaign's key.
+		return prefix + "{" + it.Scope.Event + ":" + it.Subject.Dim + ":" + l + "=" + it.Scope.Campaign + ":" + Escape(it.Subject.ID) + "}"
 	}
 	return prefix + "{" + it.Scope.Event + ":" + it.Subject.Dim + ":" + it.Scope.Campaign + ":" + Escape(it.Subject.ID) + "}"
 }

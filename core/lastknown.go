@@ -66,7 +66,7 @@ func (l *lastKnown) hash(it *counting.Item) uint64 {
 		b[8+i] = byte(it.Scope.Business >> (8 * i))
 	}
 	h.Write(b[:])
-	for _, s := range []string{it.Scope.Campaign, it.Scope.Event, it.Scope.Policy, it.Subject.Dim, it.Subject.ID} {
+	for _, s := range []string{it.Scope.Level, it.Scope.Campaign, it.Scope.Event, it.Scope.Policy, it.Subject.Dim, it.Subject.ID} {
 		h.WriteString(s)
 		h.WriteByte(0)
 	}

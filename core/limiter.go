@@ -140,7 +140,7 @@ func (k limiterKind) checkSpec(s *counting.Spec, lim *Limits, field string) erro
 // limiterScope checks the scope and subject of a limiter item.
 func limiterScope(it *counting.Item, field string) error {
 	switch {
-	case it.Scope.Campaign != "" || it.Scope.Business != 0 || it.Scope.Event != "" || it.Subject.Dim != "":
+	case it.Scope.Campaign != "" || it.Scope.Level != "" || it.Scope.Business != 0 || it.Scope.Event != "" || it.Subject.Dim != "":
 		return apierr.Invalid("%sscope: a rate limiter takes a policy and a key only", field)
 	case !ids.ValidCID(it.Scope.Policy):
 		return apierr.Invalid("%spolicy must be %s", field, ids.CIDRule)

@@ -80,6 +80,9 @@ func (l *Limits) Check(it *counting.Item, write bool, field string) error {
 		if !ids.ValidCID(sc.Campaign) {
 			return apierr.Invalid("%sscope.campaign must be %s", field, ids.CIDRule)
 		}
+		if err := CheckLevel(&sc.Level, field+"scope.level"); err != nil {
+			return err
+		}
 		if sc.Event == "" {
 			sc.Event = l.Events[0]
 		}
@@ -93,8 +96,8 @@ func (l *Limits) Check(it *counting.Item, write bool, field string) error {
 			return apierr.Invalid("%ssubject.id must be %s", field, ids.IDRule)
 		}
 	case sc.Business != 0:
-		if sc.Event != "" || it.Subject.Dim != "" {
-			return apierr.Invalid("%sscope.event and subject.dim belong to campaign counters, not business keys", field)
+		if sc.Event != "" || sc.Level != "" || it.Subject.Dim != "" {
+			return apierr.Invalid("%sscope.event, scope.level and subject.dim belong to campaign counters, not business keys", field)
 		}
 		if !ids.ValidKey(it.Subject.ID) {
 			return apierr.Invalid("%ssubject.id (the key) must be %s", field, ids.KeyRule)
@@ -147,4 +150,17 @@ func Limiters() []counting.Kind {
 		}
 	}
 	return out
+}
+
+// CheckLevel validates a counter's level, making the campaign's own level
+// "" (its keys are the campaign's). field names it in the error.
+func CheckLevel(level *string, field string) error {
+	switch *level {
+	case "", counting.LevelCampaign:
+		*level = ""
+	case counting.LevelAdvertiser, counting.LevelIO, counting.LevelCreative:
+	default:
+		return apierr.Invalid("%s must be one of %v", field, counting.Levels)
+	}
+	return nil
 }

@@ -38,7 +38,7 @@ func (s *capsService) Decide(ctx context.Context, r *connect.Request[freqcapv1.D
 	req := r.Msg
 	in := counting.DecideRequest{Identities: req.GetIdentities(), Candidates: make([]counting.Candidate, len(req.GetCandidates()))}
 	for i, c := range req.GetCandidates() {
-		in.Candidates[i].CID = c.GetCid()
+		in.Candidates[i] = counting.Candidate{CID: c.GetCid(), CRID: c.GetCrid()}
 	}
 	verdicts, err := s.answer(ctx, &in)
 	if err != nil {
@@ -46,7 +46,7 @@ func (s *capsService) Decide(ctx context.Context, r *connect.Request[freqcapv1.D
 	}
 	out := &freqcapv1.DecideRsp{Results: make([]*freqcapv1.DecideVerdict, len(verdicts))}
 	for i, v := range verdicts {
-		pv := &freqcapv1.DecideVerdict{Cid: v.CID, Allowed: v.Allowed, Code: int32(v.Code), Msg: v.Msg, Reason: v.Reason,
+		pv := &freqcapv1.DecideVerdict{Cid: v.CID, Crid: v.CRID, Allowed: v.Allowed, Code: int32(v.Code), Msg: v.Msg, Reason: v.Reason,
 			Count: v.Count, Degraded: v.Degraded, Stale: v.Stale, AgeMs: v.AgeMs}
 		if c := v.Cap; c != nil {
 			pv.Cap = &freqcapv1.DeclaredCap{Level: c.Level, Event: c.Event, Dim: c.Dim, Limit: c.Limit,

@@ -133,18 +133,42 @@ type capModel struct {
 }
 
 type modelEvent struct {
-	atMs            int64
-	cid, event, dev string
+	atMs                 int64
+	cid, adv, event, dev string
 }
 
-func (m *capModel) decide(now time.Time, cid, dev string, caps []counting.Cap) (bool, *counting.Cap, int64) {
+// decide is the model's verdict for a candidate of campaign cid of
+// advertiser adv: of the caps whose count reached their limit, the one
+// that blocks longest (a day 24 h, a week 7 days, a month 31, n hours,
+// an exact window its length, a minimum gap the gap), the first of equals.
+func (m *capModel) decide(now time.Time, cid, adv, dev string, caps []counting.Cap) (bool, *counting.Cap, int64) {
+	var worst *counting.Cap
+	var worstCount, worstSec int64
+	for k := range caps {
+		blocked, count, sec := m.blocks(now, cid, adv, dev, &caps[k])
+		if blocked && (worst == nil || sec > worstSec) {
+			worst, worstCount, worstSec = &caps[k], count, sec
+		}
+	}
+	if worst == nil {
+		return true, nil, 0
+	}
+	return false, worst, worstCount
+}
+
+// blocks says whether one cap blocks, with its count (for a minimum gap,
+// the milliseconds since the last event) and how long it may block.
+func (m *capModel) blocks(now time.Time, cid, adv, dev string, cp *counting.Cap) (bool, int64, int64) {
 	nowMs, hour := now.UnixMilli(), now.Unix()/3600
 	y, mo, d := now.Date()
-	for k := range caps {
-		cp := &caps[k]
+	{
 		var count, last int64
 		for _, e := range m.events {
-			if e.cid != cid || e.event != cp.Event || e.dev != dev {
+			mine := e.cid == cid
+			if cp.Level == campaign.LevelAdvertiser {
+				mine = e.adv == adv
+			}
+			if !mine || e.event != cp.Event || e.dev != dev {
 				continue
 			}
 			at := time.UnixMilli(e.atMs).UTC()
@@ -177,13 +201,12 @@ func (m *capModel) decide(now time.Time, cid, dev string, caps []counting.Cap) (
 			}
 		}
 		if gap := int64(cp.Window.MinGapSec) * 1000; gap > 0 && last > 0 && nowMs-last < gap {
-			return false, cp, nowMs - last
+			return true, nowMs - last, int64(cp.Window.MinGapSec)
 		}
-		if count >= cp.Limit {
-			return false, cp, count
-		}
+		sec := map[string]int64{campaign.UnitDay: 86400, campaign.UnitWeek: 7 * 86400, campaign.UnitMonth: 31 * 86400,
+			campaign.UnitHours: 3600 * int64(cp.Window.N), campaign.UnitMinutes: 60 * int64(cp.Window.N), campaign.UnitSeconds: int64(cp.Window.N)}[cp.Window.Unit]
+		return count >= cp.Limit, count, sec
 	}
-	return true, nil, 0
 }
 
 // monday is the start of t's week (UTC).
@@ -192,34 +215,37 @@ func monday(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day()-(int(t.Weekday())+6)%7, 0, 0, 0, 0, time.UTC)
 }
 
-// randomCaps declares 1 to 12 caps on win and imp: days, weeks, months,
-// hours and one exact window per event (the one length a campaign's event
-// may have).
-func randomCaps(rng *rand.Rand) []counting.Cap {
-	exact := map[string]counting.CapWindow{}
+// randomCaps declares 1 to 12 caps on win and imp at the campaign and
+// advertiser levels: days, weeks, months, hours and one exact window per
+// level and event (the one length a level's event may have, shared with
+// the other campaigns through exact).
+func randomCaps(rng *rand.Rand, exact map[[2]string]counting.CapWindow) []counting.Cap {
 	var caps []counting.Cap
 	for range 1 + rng.IntN(12) {
 		ev := []string{"win", "imp"}[rng.IntN(2)]
-		c := counting.Cap{Level: "campaign", Event: ev, Dim: "device", Limit: int64(1 + rng.IntN(12))}
+		level := []string{campaign.LevelCampaign, campaign.LevelCampaign, campaign.LevelAdvertiser}[rng.IntN(3)]
+		c := counting.Cap{Level: level, Event: ev, Dim: "device", Limit: int64(1 + rng.IntN(12))}
 		switch rng.IntN(4) {
 		case 0:
 			c.Window = counting.CapWindow{Unit: []string{campaign.UnitDay, campaign.UnitWeek, campaign.UnitMonth}[rng.IntN(3)], N: 1}
-			c.Limit += int64(rng.IntN(3)) * 4 // longer periods, larger limits
+			c.Limit += 8 + int64(rng.IntN(3))*6 // longer periods, larger limits
 		case 3:
 			c.Window = counting.CapWindow{Unit: campaign.UnitWeek, N: 1}
+			c.Limit += 12
 		case 1:
 			c.Window = counting.CapWindow{Unit: campaign.UnitHours, N: 1 + rng.IntN(6)}
 		default:
-			w, ok := exact[ev]
+			key := [2]string{level, ev}
+			w, ok := exact[key]
 			if !ok {
 				w = counting.CapWindow{Unit: campaign.UnitSeconds, N: 60 + rng.IntN(600)}
 				if rng.IntN(2) == 0 {
 					w = counting.CapWindow{Unit: campaign.UnitMinutes, N: 1 + rng.IntN(10)}
 				}
-				exact[ev] = w
+				exact[key] = w
 			}
 			w.MinGapSec = rng.IntN(3) * 30
-			c.Window = w
+			c.Window, c.Limit = w, int64(1+rng.IntN(3))
 		}
 		caps = append(caps, c)
 	}
@@ -242,9 +268,10 @@ func TestDecideAgreesWithModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	decls := map[string]*campaign.Declaration{}
 	var cands []counting.Candidate
+	exact := map[[2]string]counting.CapWindow{}
 	for c := range 6 {
 		cid := fmt.Sprintf("m%d", c)
-		decls[cid] = &campaign.Declaration{Caps: randomCaps(rng)}
+		decls[cid] = &campaign.Declaration{Advertiser: fmt.Sprintf("a%d", c%2), Caps: randomCaps(rng, exact)}
 		cands = append(cands, counting.Candidate{CID: cid})
 	}
 	m := &capModel{}
@@ -253,24 +280,22 @@ func TestDecideAgreesWithModel(t *testing.T) {
 	reasons := map[string]int{}
 	for step := range 1500 {
 		clk.Add(time.Duration(rng.IntN(60_000)) * time.Millisecond)
-		dev := fmt.Sprintf("d%d", rng.IntN(2))
+		dev := fmt.Sprintf("d%d", rng.IntN(6))
 		if rng.IntN(3) > 0 {
 			cid, ev := cands[rng.IntN(len(cands))].CID, []string{"win", "imp"}[rng.IntN(2)]
-			need := decls[cid].Need(ev)
-			q := campaign.Query{CID: cid, Event: ev, Dims: []campaign.Dim{{Name: "device", ID: dev}}, PaceWindowSec: need.PaceSec,
-				Week: need.Week, Month: need.Month, EID: fmt.Sprint("e", step)}
-			if need.Hours > 0 {
-				q.Windows = []int{need.Hours}
+			q := countedAsCallbackDoes(decls, cid, ev, dev, fmt.Sprint("e", step))
+			if _, errs := v.IncrBatch(ctx, []campaign.Query{q}); errs[0] != nil {
+				t.Fatalf("step %d: incr %+v: %v", step, q, errs[0])
 			}
-			if _, err := v.Incr(ctx, &q); err != nil {
-				t.Fatalf("step %d: incr %+v: %v", step, q, err)
-			}
-			m.events = append(m.events, modelEvent{clk.Now().UnixMilli(), cid, ev, dev})
+			m.events = append(m.events, modelEvent{clk.Now().UnixMilli(), cid, decls[cid].Advertiser, ev, dev})
 			continue
 		}
 		got := v.Decide(ctx, map[string]string{"device": dev}, cands, decls)
 		for _, g := range got {
-			allowed, cp, count := m.decide(clk.Now(), g.CID, dev, decls[g.CID].Caps)
+			if !g.Allowed && g.Cap.Level == campaign.LevelAdvertiser {
+				reasons["advertiser"]++
+			}
+			allowed, cp, count := m.decide(clk.Now(), g.CID, decls[g.CID].Advertiser, dev, decls[g.CID].Caps)
 			if g.Allowed != allowed || (cp == nil) != (g.Cap == nil) || cp != nil && (*cp != *g.Cap || count != g.Count) || g.Degraded || g.Code != 0 {
 				t.Fatalf("step %d at %s, %s for %s (caps %+v): %+v (cap %+v), model allowed %v cap %+v count %d",
 					step, clk.Now().Format(time.TimeOnly), g.CID, dev, decls[g.CID].Caps, g, g.Cap, allowed, cp, count)
@@ -289,12 +314,39 @@ func TestDecideAgreesWithModel(t *testing.T) {
 	if blocked == 0 || blocked == decided || later == 0 {
 		t.Fatalf("%d of %d decisions blocked, %d by a cap after the first: the stream decides too little", blocked, decided, later)
 	}
-	for _, r := range []string{campaign.ReasonDay, campaign.ReasonWeek, campaign.ReasonMonth, campaign.ReasonWindow, campaign.ReasonPaceLimit, campaign.ReasonPaceGap} {
+	for _, r := range []string{campaign.ReasonDay, campaign.ReasonWeek, campaign.ReasonMonth, campaign.ReasonWindow, campaign.ReasonPaceLimit, campaign.ReasonPaceGap, "advertiser"} {
 		if reasons[r] == 0 {
 			t.Errorf("no decision blocked by %s: %v", r, reasons)
 		}
 	}
 	t.Logf("%d decisions, %d blocked, %d by a cap after the first; %v", decided, blocked, later, reasons)
+}
+
+// countedAsCallbackDoes is the write callback makes of one notice: at
+// the campaign in what its caps need, and at its advertiser in what the
+// advertiser caps of all the advertiser's campaigns need.
+func countedAsCallbackDoes(decls map[string]*campaign.Declaration, cid, ev, dev, eid string) campaign.Query {
+	d := decls[cid]
+	need := d.Need(ev)
+	q := campaign.Query{CID: cid, Event: ev, Dims: []campaign.Dim{{Name: "device", ID: dev}}, PaceWindowSec: need.PaceSec,
+		Week: need.Week, Month: need.Month, EID: eid}
+	if need.Hours > 0 {
+		q.Windows = []int{need.Hours}
+	}
+	var adv campaign.Need
+	for _, o := range decls {
+		if o.Advertiser == d.Advertiser {
+			adv = adv.Union(campaign.Needs(o.Caps, campaign.LevelAdvertiser)[ev])
+		}
+	}
+	if len(adv.Dims) > 0 {
+		a := campaign.Query{CID: d.Advertiser, Level: campaign.LevelAdvertiser, Dims: q.Dims, PaceWindowSec: adv.PaceSec, Week: adv.Week, Month: adv.Month}
+		if adv.Hours > 0 {
+			a.Windows = []int{adv.Hours}
+		}
+		q.Also = []campaign.Query{a}
+	}
+	return q
 }
 
 // With Redis frozen, a decide answers within the deadline, per candidate:

@@ -43,6 +43,10 @@ func (a *answer) appendJSON(b []byte) []byte {
 	}
 	b = append(b, `,"cid":"`...)
 	b = append(b, q.CID...)
+	if q.Level != "" {
+		b = append(b, `","level":"`...)
+		b = append(b, q.Level...)
+	}
 	b = append(b, `","event":"`...)
 	b = append(b, q.Event...)
 	b = append(b, `","windowHours":[`...)

@@ -38,8 +38,9 @@ func TestAnswerJSONIsTheContract(t *testing.T) {
 			t.Errorf("%s:\n encoded %+v\n answer  %+v", name, got, want)
 		}
 	}
-	// A query without windows answers "windowHours":[] in both.
-	plain := &Query{CID: "7", Event: "imp", Dims: []Dim{{Name: "tagid", ID: "t"}}}
+	// A query without windows answers "windowHours":[] in both; a level
+	// counter names its level.
+	plain := &Query{CID: "7", Event: "imp", Level: counting.LevelAdvertiser, Dims: []Dim{{Name: "tagid", ID: "t"}}}
 	pr := &Result{Counts: []campaign.Counts{{Day: 1}}}
 	var got counting.Answer
 	if err := json.Unmarshal((&answer{q: plain, res: pr, read: true}).appendJSON(nil), &got); err != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
@@ -175,10 +176,7 @@ func handleFreqBatch(log *slog.Logger, p *campaign.Parser, store campaign.Counte
 		}
 		qs := make([]campaign.Query, len(req.Items))
 		for i, it := range req.Items {
-			q, err := p.FromItem(it, fmt.Sprintf("items[%d].", i))
-			if err == nil && it.EID != "" {
-				err = apierr.Invalid("items[%d].eid is only accepted on writes (/v1/incr/batch)", i)
-			}
+			q, err := p.ReadItem(it, i)
 			if err != nil {
 				httpjson.Error(w, r, log, err)
 				return
@@ -214,8 +212,8 @@ func handleIncrBatch(log *slog.Logger, p *campaign.Parser, store campaign.Counte
 		for i, it := range req.Items {
 			prefix := fmt.Sprintf("items[%d].", i)
 			q, err := p.FromItem(it, prefix)
-			if err == nil && len(q.Windows) > 1 {
-				err = apierr.Invalid("%swindowHours takes one window on writes (the largest of the campaign's caps)", prefix)
+			if err == nil && (len(q.Windows) > 1 || slices.ContainsFunc(q.Also, func(a campaign.Query) bool { return len(a.Windows) > 1 })) {
+				err = apierr.Invalid("%swindowHours takes one window on writes (the largest of the caps)", prefix)
 			}
 			if err != nil {
 				answers[i] = answer{q: &campaign.Query{}, res: &campaign.Result{}, code: apierr.CodeOf(err), msg: err.Error()}

@@ -9,6 +9,7 @@ type Answer struct {
 	Code  int    `json:"code"`
 	Msg   string `json:"msg,omitempty"`
 	CID   string `json:"cid"`
+	Level string `json:"level,omitempty"`
 	Event string `json:"event"`
 	// WindowHours are the hour windows asked for, ascending; empty for none.
 	WindowHours []int `json:"windowHours"`
@@ -50,7 +51,10 @@ type Pace struct {
 
 // BatchItem is one item of POST /v1/freq/batch and /v1/incr/batch.
 type BatchItem struct {
+	// CID is the campaign; with Level, the id of its advertiser, io or
+	// creative.
 	CID           string            `json:"cid"`
+	Level         string            `json:"level,omitempty"`
 	Event         string            `json:"event,omitempty"`
 	Dims          map[string]string `json:"dims"`
 	WindowHours   []int             `json:"windowHours,omitempty"`
@@ -61,6 +65,24 @@ type BatchItem struct {
 	Month bool `json:"month,omitempty"`
 	// EID is the event id of a write (POST /v1/incr/batch); reads refuse it.
 	EID string `json:"eid,omitempty"`
+	// Levels count a write at other levels of its campaign too (callback
+	// sends the advertiser, io and creative its campaigns' caps need), each
+	// with the same event id, deduplicated per level. The answer's counts
+	// are the item's own level's; it is a duplicate only when every level
+	// had counted the event id.
+	Levels []LevelCount `json:"levels,omitempty"`
+}
+
+// LevelCount is one more level a write counts at: the level's id, which
+// of the item's dimensions, and the windows there.
+type LevelCount struct {
+	Level         string   `json:"level"`
+	ID            string   `json:"id"`
+	Dims          []string `json:"dims"`
+	WindowHours   []int    `json:"windowHours,omitempty"`
+	PaceWindowSec int      `json:"paceWindowSec,omitempty"`
+	Week          bool     `json:"week,omitempty"`
+	Month         bool     `json:"month,omitempty"`
 }
 
 // BatchRequest is the body of POST /v1/freq/batch.
@@ -120,8 +142,9 @@ type Schema struct {
 // one kind for one identity (a dimension's id) within a window, at one
 // level of the campaign's hierarchy.
 type Cap struct {
-	// Level is whose events count: the campaign's own (advertiser, io
-	// and creative levels are not counted yet).
+	// Level is whose events count: the campaign's own (campaign, the
+	// default), every campaign's of its advertiser or io (shared by them),
+	// or the candidate creative's.
 	Level string `json:"level"`
 	// Event is the counted event (COUNTER_EVENTS); the first when empty.
 	Event string `json:"event"`
@@ -152,6 +175,9 @@ type DecideRequest struct {
 // Candidate is one campaign that could answer a bid request.
 type Candidate struct {
 	CID string `json:"cid"`
+	// CRID is the creative the bid would serve: the campaign's creative
+	// caps apply to it. Without it, creative caps do not apply.
+	CRID string `json:"crid,omitempty"`
 }
 
 // Verdict answers one candidate: allowed, or the first declared cap that
@@ -159,6 +185,7 @@ type Candidate struct {
 // milliseconds since the last event).
 type Verdict struct {
 	CID     string `json:"cid"`
+	CRID    string `json:"crid,omitempty"`
 	Allowed bool   `json:"allowed"`
 	// Code is 0, 10002 for a campaign the counter does not know (allowed:
 	// nothing declared), or the code of counts it could not read (the

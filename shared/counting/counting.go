@@ -65,8 +65,13 @@ const (
 // business (frequency control) or a rate-limit policy. Exactly one of
 // Campaign, Business and Policy is set.
 type Scope struct {
-	// Campaign is a campaign (line item, ...) id: 1-64 of [A-Za-z0-9._-].
+	// Campaign is a campaign (line item, ...) id: 1-64 of [A-Za-z0-9._-];
+	// with Level, the id of the campaign's advertiser, io or creative.
 	Campaign string `json:"campaign,omitempty"`
+	// Level is whose id Campaign is: empty (or LevelCampaign) for a
+	// campaign, LevelAdvertiser, LevelIO or LevelCreative. Each level's
+	// counters are their own: an advertiser's are shared by its campaigns.
+	Level string `json:"level,omitempty"`
 	// Event is the campaign's counted event (win, billing, imp); empty
 	// means the counter's default event. Only with Campaign.
 	Event string `json:"event,omitempty"`
@@ -76,6 +81,18 @@ type Scope struct {
 	// kind only, and then the only field set.
 	Policy string `json:"policy,omitempty"`
 }
+
+// The levels of a campaign's hierarchy: what a notice counts at, and
+// what a declared cap caps.
+const (
+	LevelAdvertiser = "advertiser"
+	LevelIO         = "io"
+	LevelCampaign   = "campaign"
+	LevelCreative   = "creative"
+)
+
+// Levels are the levels, widest first.
+var Levels = []string{LevelAdvertiser, LevelIO, LevelCampaign, LevelCreative}
 
 // Subject is what is counted within a scope.
 type Subject struct {

@@ -80,8 +80,11 @@ func (x *DecideReq) GetCandidates() []*DecideCandidate {
 
 // DecideCandidate is one campaign that could answer the bid request.
 type DecideCandidate struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Cid           string                 `protobuf:"bytes,1,opt,name=cid,proto3" json:"cid,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Cid   string                 `protobuf:"bytes,1,opt,name=cid,proto3" json:"cid,omitempty"`
+	// the creative the bid would serve: the campaign's creative caps apply
+	// to it (without it they do not).
+	Crid          string `protobuf:"bytes,2,opt,name=crid,proto3" json:"crid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -119,6 +122,13 @@ func (*DecideCandidate) Descriptor() ([]byte, []int) {
 func (x *DecideCandidate) GetCid() string {
 	if x != nil {
 		return x.Cid
+	}
+	return ""
+}
+
+func (x *DecideCandidate) GetCrid() string {
+	if x != nil {
+		return x.Crid
 	}
 	return ""
 }
@@ -188,7 +198,8 @@ func (x *CapWindow) GetMinGapSec() int32 {
 }
 
 // DeclaredCap is a cap a campaign declares: at most limit events of the
-// event in the window, per id of the dimension dim, at the level.
+// event in the window, per id of the dimension dim, at the level
+// (advertiser, io, campaign or creative).
 type DeclaredCap struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Level         string                 `protobuf:"bytes,1,opt,name=level,proto3" json:"level,omitempty"`
@@ -283,8 +294,9 @@ type DecideVerdict struct {
 	Count    int64 `protobuf:"varint,7,opt,name=count,proto3" json:"count,omitempty"`
 	Degraded bool  `protobuf:"varint,8,opt,name=degraded,proto3" json:"degraded,omitempty"`
 	// decided on last-known declarations or counts, age_ms old at most.
-	Stale         bool  `protobuf:"varint,9,opt,name=stale,proto3" json:"stale,omitempty"`
-	AgeMs         int64 `protobuf:"varint,10,opt,name=age_ms,json=ageMs,proto3" json:"age_ms,omitempty"`
+	Stale         bool   `protobuf:"varint,9,opt,name=stale,proto3" json:"stale,omitempty"`
+	AgeMs         int64  `protobuf:"varint,10,opt,name=age_ms,json=ageMs,proto3" json:"age_ms,omitempty"`
+	Crid          string `protobuf:"bytes,11,opt,name=crid,proto3" json:"crid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -389,6 +401,13 @@ func (x *DecideVerdict) GetAgeMs() int64 {
 	return 0
 }
 
+func (x *DecideVerdict) GetCrid() string {
+	if x != nil {
+		return x.Crid
+	}
+	return ""
+}
+
 // DecideRsp holds one verdict per candidate, in order.
 type DecideRsp struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -449,9 +468,10 @@ const file_freqcap_v1_caps_proto_rawDesc = "" +
 	"candidates\x1a=\n" +
 	"\x0fIdentitiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"#\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"7\n" +
 	"\x0fDecideCandidate\x12\x10\n" +
-	"\x03cid\x18\x01 \x01(\tR\x03cid\"M\n" +
+	"\x03cid\x18\x01 \x01(\tR\x03cid\x12\x12\n" +
+	"\x04crid\x18\x02 \x01(\tR\x04crid\"M\n" +
 	"\tCapWindow\x12\x12\n" +
 	"\x04unit\x18\x01 \x01(\tR\x04unit\x12\f\n" +
 	"\x01n\x18\x02 \x01(\x05R\x01n\x12\x1e\n" +
@@ -461,7 +481,7 @@ const file_freqcap_v1_caps_proto_rawDesc = "" +
 	"\x05event\x18\x02 \x01(\tR\x05event\x12\x10\n" +
 	"\x03dim\x18\x03 \x01(\tR\x03dim\x12-\n" +
 	"\x06window\x18\x04 \x01(\v2\x15.freqcap.v1.CapWindowR\x06window\x12\x14\n" +
-	"\x05limit\x18\x05 \x01(\x03R\x05limit\"\x83\x02\n" +
+	"\x05limit\x18\x05 \x01(\x03R\x05limit\"\x97\x02\n" +
 	"\rDecideVerdict\x12\x10\n" +
 	"\x03cid\x18\x01 \x01(\tR\x03cid\x12\x18\n" +
 	"\aallowed\x18\x02 \x01(\bR\aallowed\x12\x12\n" +
@@ -473,7 +493,8 @@ const file_freqcap_v1_caps_proto_rawDesc = "" +
 	"\bdegraded\x18\b \x01(\bR\bdegraded\x12\x14\n" +
 	"\x05stale\x18\t \x01(\bR\x05stale\x12\x15\n" +
 	"\x06age_ms\x18\n" +
-	" \x01(\x03R\x05ageMs\"@\n" +
+	" \x01(\x03R\x05ageMs\x12\x12\n" +
+	"\x04crid\x18\v \x01(\tR\x04crid\"@\n" +
 	"\tDecideRsp\x123\n" +
 	"\aresults\x18\x01 \x03(\v2\x19.freqcap.v1.DecideVerdictR\aresults2C\n" +
 	"\x04Caps\x12;\n" +

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/freqcap/freqcap/client"
+	"github.com/freqcap/freqcap/shared/counting"
+)
+
+// decide asks the counter's POST /v1/decide for device dev.
+func (s *stack) decide(dev string, cands ...counting.Candidate) []counting.Verdict {
+	s.t.Helper()
+	b, _ := json.Marshal(counting.DecideRequest{Identities: map[string]string{"device": dev}, Candidates: cands})
+	code, _, body := s.do("POST", "http://"+s.counterAddr+"/v1/decide", string(b))
+	var resp counting.DecideResponse
+	if err := json.Unmarshal([]byte(body), &resp); err != nil || code != 200 || len(resp.Results) != len(cands) {
+		s.t.Fatalf("decide: %d %s", code, body)
+	}
+	return resp.Results
+}
+
+// notice sends one notice to the public listener.
+func (s *stack) notice(path string) {
+	s.t.Helper()
+	if code, _, body := s.do("GET", "http://"+s.public+path, ""); code >= 300 {
+		s.t.Fatalf("GET %s: %d %s", path, code, body)
+	}
+}
+
+// Caps at every level: an advertiser cap counts the notices of all its
+// campaigns (even one that declares no advertiser cap) and blocks the
+// campaigns that declare it; a creative cap blocks only that creative; a
+// resent notice counts once at every level; the strictest blocking cap is
+// the one named.
+func TestCapsAtEveryLevel(t *testing.T) {
+	s := startStack(t)
+	admin := "http://" + s.admin + "/v1/campaigns/"
+	advCap := `{"level":"advertiser","event":"win","window":{"unit":"day","n":1},"limit":2}`
+	for cid, body := range map[string]string{
+		"lv1": `{"advertiser":"acme","io":"io1","caps":[` + advCap + `,
+			{"level":"creative","event":"imp","window":{"unit":"hours","n":24},"limit":1},
+			{"level":"io","event":"win","window":{"unit":"week","n":1},"limit":50}]}`,
+		"lv2": `{"advertiser":"acme","caps":[` + advCap + `,{"level":"campaign","event":"win","window":{"unit":"hours","n":3},"limit":1}]}`,
+		"lv3": `{"advertiser":"acme","caps":[{"level":"campaign","event":"win","window":{"unit":"day","n":1},"limit":9}]}`,
+	} {
+		if code, _, got := s.do("PUT", admin+cid, body); code != 200 {
+			t.Fatalf("PUT %s: %d %s", cid, code, got)
+		}
+	}
+	c1, c2 := counting.Candidate{CID: "lv1", CRID: "cr1"}, counting.Candidate{CID: "lv1", CRID: "cr2"}
+	for _, v := range s.decide("d", c1, c2, counting.Candidate{CID: "lv2"}) {
+		if !v.Allowed || v.Code != 0 {
+			t.Fatalf("before any notice: %+v", v)
+		}
+	}
+	// An impression of creative cr1 blocks cr1, not cr2.
+	s.notice("/imp?cid=lv1&crid=cr1&device=d&eid=i1")
+	s.waitKey("freq:{imp:device:creative=cr1:d}", 1, 10*time.Second)
+	s.waitSettled(10 * time.Second)
+	got := s.decide("d", c1, c2)
+	if got[0].Allowed || got[0].Cap == nil || got[0].Cap.Level != "creative" || got[0].CRID != "cr1" || got[0].Count != 1 {
+		t.Errorf("cr1 after its impression: %+v, want blocked by the creative cap", got[0])
+	}
+	if !got[1].Allowed {
+		t.Errorf("cr2 after cr1's impression: %+v, want allowed", got[1])
+	}
+	// Wins of lv1 and of lv3 (which declares no advertiser cap) both count
+	// at acme, lv1's at its io too; a resend counts once.
+	s.notice("/win?cid=lv1&device=d&eid=w1")
+	s.notice("/win?cid=lv3&device=d&eid=w3")
+	s.notice("/win?cid=lv1&device=d&eid=w1")
+	s.waitKey("freq:{win:device:advertiser=acme:d}", 2, 10*time.Second)
+	s.waitSettled(10 * time.Second)
+	for key, want := range map[string]int64{"freq:{win:device:advertiser=acme:d}": 2, "freq:{win:device:io=io1:d}:week": 1,
+		"freq:{win:device:lv1:d}": 1, "freq:{win:device:lv3:d}": 1} {
+		if n := s.get(key); n != want {
+			t.Errorf("%s = %d, want %d", key, n, want)
+		}
+	}
+	// Notices count only where caps need them: no creative counter for a
+	// win, no hour buckets at acme (its caps are days).
+	for _, key := range []string{"freq:{win:device:creative=cr1:d}", "hfreq:{win:device:advertiser=acme:d}"} {
+		if s.exists(key) {
+			t.Errorf("%s exists: nothing caps it", key)
+		}
+	}
+	got = s.decide("d", c2, counting.Candidate{CID: "lv2"}, counting.Candidate{CID: "lv3"})
+	for i, v := range got[:2] {
+		if v.Allowed || v.Cap == nil || v.Cap.Level != "advertiser" || v.Reason != "day_cap" || v.Count != 2 {
+			t.Errorf("candidate %d after two wins of acme: %+v, want blocked by acme's day cap", i, v)
+		}
+	}
+	if !got[2].Allowed {
+		t.Errorf("lv3 declares no advertiser cap: %+v, want allowed", got[2])
+	}
+	// lv2's own win: its 3-hour cap (limit 1) and acme's day cap both
+	// block; the day is the stricter and is named.
+	s.notice("/win?cid=lv2&device=d&eid=w2")
+	s.waitKey("freq:{win:device:lv2:d}", 1, 10*time.Second)
+	s.waitSettled(10 * time.Second)
+	if v := s.decide("d", counting.Candidate{CID: "lv2"})[0]; v.Allowed || v.Cap.Level != "advertiser" || v.Count != 3 {
+		t.Errorf("lv2 blocked by its 3-hour cap and acme's day: %+v (cap %+v), want acme's day named", v, v.Cap)
+	}
+	// Another device is not blocked anywhere.
+	for _, v := range s.decide("other", c1, counting.Candidate{CID: "lv2"}) {
+		if !v.Allowed {
+			t.Errorf("another device: %+v", v)
+		}
+	}
+}
+
+// Caps at a parent level are checked against the other campaigns of the
+// parent: one exact window per level and event. A campaign that changes
+// advertiser leaves the old one's index.
+func TestParentCapsAreCheckedAgainstSiblings(t *testing.T) {
+	s := startStack(t)
+	admin := "http://" + s.admin + "/v1/campaigns/"
+	exact := func(adv string, n int) string {
+		return `{"advertiser":"` + adv + `","caps":[{"level":"advertiser","event":"imp","window":{"unit":"minutes","n":` + strconv.Itoa(n) + `},"limit":1}]}`
+	}
+	if code, _, body := s.do("PUT", admin+"s1", exact("acme", 10)); code != 200 {
+		t.Fatalf("PUT s1: %d %s", code, body)
+	}
+	if code, _, body := s.do("PUT", admin+"s2", exact("acme", 5)); code != 400 || !strings.Contains(body, "caps[0].window: campaign s1 of advertiser acme has an exact window of 600 s") {
+		t.Errorf("PUT s2 with another exact window: %d %s, want 400 naming s1", code, body)
+	}
+	if code, _, body := s.do("GET", admin+"s2", ""); code != 404 {
+		t.Errorf("refused s2 was stored: %d %s", code, body)
+	}
+	// s1 moves to another advertiser: acme is free for another length.
+	if code, _, body := s.do("PUT", admin+"s1", exact("globex", 10)); code != 200 {
+		t.Fatalf("PUT s1 to globex: %d %s", code, body)
+	}
+	if code, _, body := s.do("PUT", admin+"s2", exact("acme", 5)); code != 200 {
+		t.Errorf("PUT s2 once s1 left acme: %d %s", code, body)
+	}
+	if code, _, _ := s.do("DELETE", admin+"s1", ""); code >= 300 {
+		t.Fatalf("DELETE s1: %d", code)
+	}
+	if s.exists("capneeds:{advertiser=globex}") {
+		t.Errorf("globex's index still holds the deleted s1")
+	}
+}
+
+// A signed notice signs its creative: the creative counts, and a URL whose
+// crid was changed (or added) is refused.
+func TestSignedNoticesSignTheCreative(t *testing.T) {
+	k1 := []byte("freqcap-k1-secret-0123")
+	s := startStack(t, "CALLBACK_SIGNING_KEYS=k1:"+base64.StdEncoding.EncodeToString(k1))
+	if code, _, body := s.do("PUT", "http://"+s.admin+"/v1/campaigns/sc",
+		`{"caps":[{"level":"creative","event":"win","window":{"unit":"day","n":1},"limit":1}]}`); code != 200 {
+		t.Fatalf("PUT: %d %s", code, body)
+	}
+	signer := client.NoticeSigner{CallbackURL: "http://" + s.public, KeyID: "k1", Secret: k1}
+	n, err := signer.CreativeURLs("sc", "cr1", client.Identities{"device": "d"}, "req-1", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(n.Win, "crid=cr1") {
+		t.Fatalf("signed URL without its creative: %s", n.Win)
+	}
+	plain, err := signer.URLs("sc", client.Identities{"device": "d"}, "req-2", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, forged := range []string{strings.Replace(n.Win, "crid=cr1", "crid=cr2", 1), strings.Replace(plain.Win, "cid=sc", "cid=sc&crid=cr2", 1)} {
+		if code, _, body := s.do("GET", forged, ""); code != 403 {
+			t.Errorf("GET %s: %d %s, want 403", forged, code, body)
+		}
+	}
+	if code, _, body := s.do("GET", n.Win, ""); code != 204 {
+		t.Fatalf("the signed notice: %d %s", code, body)
+	}
+	s.waitKey("freq:{win:device:creative=cr1:d}", 1, 10*time.Second)
+	s.waitSettled(10 * time.Second)
+	if s.exists("freq:{win:device:creative=cr2:d}") {
+		t.Error("a forged creative was counted")
+	}
+	if v := s.decide("d", counting.Candidate{CID: "sc", CRID: "cr1"}, counting.Candidate{CID: "sc", CRID: "cr2"}); v[0].Allowed || !v[1].Allowed {
+		t.Errorf("after cr1's signed win: %+v, want cr1 blocked and cr2 allowed", v)
+	}
+}
