@@ -12,7 +12,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/freqcap/freqcap/core"
 	"io"
 	"net"
 	"net/http"
@@ -29,6 +28,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/freqcap/freqcap/core"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"

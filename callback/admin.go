@@ -209,7 +209,7 @@ func countsRequest(cid string, camp Campaign, sch *counting.Schema, dims map[str
 	req := counting.BatchRequest{}
 	for _, ev := range sch.Events {
 		need := camp.Need(ev)
-		it := counting.BatchItem{CID: cid, Event: ev, Dims: dims, PaceWindowSec: min(need.PaceSec, sch.MaxPaceWindowSec), Week: need.Week, Month: need.Month}
+		it := counting.BatchItem{CID: cid, Event: ev, Dims: dims, PaceWindowSec: min(need.PaceSec, sch.MaxPaceWindowSec), Week: need.Week, Month: need.Month, Zone: camp.Timezone}
 		if need.Hours > 0 {
 			it.WindowHours = []int{min(need.Hours, sch.MaxWindowHours)}
 		}

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	_ "time/tzdata" // a campaign's timezone loads on images without a zoneinfo database
 
 	"github.com/freqcap/freqcap/shared/auth"
 	"github.com/freqcap/freqcap/shared/config"

@@ -575,7 +575,7 @@ func (f *Forwarder) items(sch *counting.Schema, batch []entry) []counting.BatchI
 		// A campaign stored beyond the counter's limits (while the counter
 		// was away) is served at them.
 		it.WindowHours, it.PaceWindowSec = windowsWithin(sch, need)
-		it.Week, it.Month = need.Week, need.Month
+		it.Week, it.Month, it.Zone = need.Week, need.Month, camp.Timezone
 		it.Levels = f.levels(sch, n, &camp)
 		items[i] = it
 	}
@@ -603,11 +603,13 @@ func (f *Forwarder) levels(sch *counting.Schema, n notice, camp *Campaign) []cou
 		if l == campaign.LevelCampaign || id == "" {
 			continue
 		}
-		need := campaign.Needs(camp.Caps, l)[n.event]
+		need, zone := campaign.Needs(camp.Caps, l)[n.event], camp.Timezone
 		if l != campaign.LevelCreative {
-			need = need.Union(f.parentNeed(l, id, n))
+			var parent campaign.Need
+			parent, zone = f.parentNeed(l, id, n, zone)
+			need = need.Union(parent)
 		}
-		lc := counting.LevelCount{Level: l, ID: id, Week: need.Week, Month: need.Month}
+		lc := counting.LevelCount{Level: l, ID: id, Week: need.Week, Month: need.Month, Zone: zone}
 		for _, d := range need.Dims {
 			if _, ok := n.dims[d]; ok {
 				lc.Dims = append(lc.Dims, d)
@@ -626,16 +628,22 @@ func (f *Forwarder) levels(sch *counting.Schema, n notice, camp *Campaign) []cou
 // Redis errors for up to the forward timeout; when the index cannot be
 // read, the notice is counted there in what its own campaign's caps need
 // (logged).
-func (f *Forwarder) parentNeed(level, id string, n notice) campaign.Need {
+func (f *Forwarder) parentNeed(level, id string, n notice, zone string) (campaign.Need, string) {
 	ctx, cancel := context.WithTimeout(f.ctx, f.s.ForwardTimeout)
 	defer cancel()
-	need, err := backoff.Retry(ctx, func() (campaign.Need, error) {
-		return f.campaigns.ParentNeed(ctx, level, id, n.event)
+	var need campaign.Need
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		var err error
+		var z string
+		if need, z, err = f.campaigns.ParentNeed(ctx, level, id, n.event); err == nil && len(need.Dims) > 0 {
+			zone = z
+		}
+		return struct{}{}, err
 	}, backoff.WithBackOff(backoff.NewConstantBackOff(20*time.Millisecond)))
 	if err != nil {
 		f.log.Warn("caps index unreadable: counting the notice at this level for its own campaign's caps only", "level", level, "id", id, "cid", n.cid, "err", err)
 	}
-	return need
+	return need, zone
 }
 
 // campaign looks a notice's campaign up, retrying Redis errors for up to

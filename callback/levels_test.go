@@ -185,3 +185,50 @@ func TestSignedNoticesSignTheCreative(t *testing.T) {
 		t.Errorf("after cr1's signed win: %+v, want cr1 blocked and cr2 allowed", v)
 	}
 }
+
+// A campaign's natural periods are in its own zone: its day counter ends
+// at midnight there, not in the counter's zone (UTC here). The campaigns
+// of one advertiser with caps there share a zone; an unknown zone is
+// refused naming the field.
+func TestCampaignTimezone(t *testing.T) {
+	s := startStack(t)
+	admin := "http://" + s.admin + "/v1/campaigns/"
+	const zone = "Pacific/Kiritimati" // UTC+14: its midnight is never UTC's
+	if code, _, body := s.do("PUT", admin+"tz1", `{"timezone":"`+zone+`","advertiser":"zz","caps":[
+		{"event":"win","window":{"unit":"day","n":1},"limit":5},
+		{"level":"advertiser","event":"win","window":{"unit":"week","n":1},"limit":50}]}`); code != 200 {
+		t.Fatalf("PUT tz1: %d %s", code, body)
+	}
+	s.notice("/win?cid=tz1&device=d&eid=tz-1")
+	s.waitKey("freq:{win:device:tz1:d}", 1, 10*time.Second)
+	s.waitSettled(10 * time.Second)
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().In(loc)
+	midnight := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, loc)
+	days := 7 - (int(now.Weekday())+6)%7
+	monday := time.Date(now.Year(), now.Month(), now.Day()+days, 0, 0, 0, 0, loc)
+	for key, end := range map[string]time.Time{"freq:{win:device:tz1:d}": midnight, "freq:{win:device:advertiser=zz:d}:week": monday} {
+		ms, err := s.rc.Do(t.Context(), s.rc.B().Pttl().Key(key).Build()).AsInt64()
+		if want := time.Until(end).Milliseconds(); err != nil || ms < want-5000 || ms > want+1000 {
+			t.Errorf("PTTL %s = %d ms (%v), want about %d: the end of the period in %s", key, ms, err, want, zone)
+		}
+	}
+	if v := s.decide("d", counting.Candidate{CID: "tz1"})[0]; !v.Allowed || v.Code != 0 {
+		t.Errorf("decide tz1: %+v", v)
+	}
+	for cid, body := range map[string]string{
+		"tz2": `{"advertiser":"zz","caps":[{"level":"advertiser","event":"win","window":{"unit":"day","n":1},"limit":1}]}`,
+		"tz3": `{"timezone":"Mars/Olympus_Mons"}`,
+	} {
+		if code, _, got := s.do("PUT", admin+cid, body); code != 400 || !strings.Contains(got, "timezone") {
+			t.Errorf("PUT %s %s: %d %s, want 400 naming the timezone", cid, body, code, got)
+		}
+	}
+	// Without caps at the advertiser, a campaign of zz may keep another zone.
+	if code, _, got := s.do("PUT", admin+"tz4", `{"advertiser":"zz","timezone":"UTC","caps":[{"event":"win","window":{"unit":"day","n":1},"limit":1}]}`); code != 200 {
+		t.Errorf("PUT tz4: %d %s", code, got)
+	}
+}

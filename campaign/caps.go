@@ -3,6 +3,7 @@ package campaign
 import (
 	"slices"
 
+	"github.com/freqcap/freqcap/core"
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/ids"
@@ -83,6 +84,11 @@ func (d *Declaration) Check(b CapBounds) error {
 	for _, p := range []struct{ field, id string }{{"advertiser", d.Advertiser}, {"io", d.IO}} {
 		if p.id != "" && !ids.ValidCID(p.id) {
 			return apierr.Invalid("%s must be %s", p.field, ids.CIDRule)
+		}
+	}
+	if d.Timezone != "" {
+		if _, err := core.LoadZone(d.Timezone); err != nil {
+			return apierr.Invalid("timezone: %v", err)
 		}
 	}
 	if len(d.Caps) > MaxCaps {

@@ -36,6 +36,9 @@ type Query struct {
 	PaceWindowSec int
 	// Week and Month count (and read) the natural week and month too.
 	Week, Month bool
+	// Zone is the IANA zone of the natural day, week and month (the
+	// store's when empty).
+	Zone string
 	// EID is the event id of a write.
 	EID string
 	// Also are the other levels a write counts at (counting.LevelCount),
@@ -106,7 +109,7 @@ func (q *Query) items(its []counting.Item, refs []ref, qi int, write bool) ([]co
 			its = append(its, it)
 			refs = append(refs, ref{qi, d, p, w})
 		}
-		add(counting.Spec{Kind: counting.Day, Span: 1}, partDay, 0)
+		add(counting.Spec{Kind: counting.Day, Span: 1, Zone: q.Zone}, partDay, 0)
 		for w, hours := range q.Windows {
 			add(counting.Spec{Kind: counting.Hours, Span: int64(hours)}, partWindow, w)
 		}
@@ -114,10 +117,10 @@ func (q *Query) items(its []counting.Item, refs []ref, qi int, write bool) ([]co
 			add(counting.Spec{Kind: counting.Sliding, Span: int64(q.PaceWindowSec)}, partPace, 0)
 		}
 		if q.Week {
-			add(counting.Spec{Kind: counting.Week, Span: 1}, partWeek, 0)
+			add(counting.Spec{Kind: counting.Week, Span: 1, Zone: q.Zone}, partWeek, 0)
 		}
 		if q.Month {
-			add(counting.Spec{Kind: counting.Month, Span: 1}, partMonth, 0)
+			add(counting.Spec{Kind: counting.Month, Span: 1, Zone: q.Zone}, partMonth, 0)
 		}
 	}
 	return its, refs

@@ -45,7 +45,7 @@ func (v Counters) Decide(ctx context.Context, ids map[string]string, cands []cou
 			if !ok {
 				q = len(qs)
 				at[key] = q
-				qs = append(qs, Query{CID: of, Level: levelOf(cp.Level), Event: cp.Event, Dims: []Dim{{Name: cp.Dim, ID: id}}})
+				qs = append(qs, Query{CID: of, Level: levelOf(cp.Level), Event: cp.Event, Zone: d.Timezone, Dims: []Dim{{Name: cp.Dim, ID: id}}})
 			}
 			switch cp.Window.Unit {
 			case UnitHours:

@@ -14,6 +14,11 @@ type Declaration struct {
 	// count the notices of every campaign that names them.
 	Advertiser string `json:"advertiser,omitempty"`
 	IO         string `json:"io,omitempty"`
+	// Timezone is the IANA zone (America/New_York) of the natural day,
+	// week and month of its caps, DST included; the counter's
+	// COUNTER_TIMEZONE when empty. The campaigns of one advertiser or io
+	// with caps there share it.
+	Timezone string `json:"timezone,omitempty"`
 	// WinLimitHours > 0 makes every notice also count in the hour buckets
 	// of the last WinLimitHours hours.
 	WinLimitHours int `json:"winLimitHours"`
@@ -62,7 +67,7 @@ func (d Declaration) Fields() []string {
 		caps = []byte("[]")
 	}
 	return []string{"winLimitHours", strconv.Itoa(d.WinLimitHours), "paceWindowSec", strconv.Itoa(d.PaceWindowSec), "caps", string(caps),
-		"advertiser", d.Advertiser, "io", d.IO}
+		"advertiser", d.Advertiser, "io", d.IO, "timezone", d.Timezone}
 }
 
 // Parse reads campaign cid's declaration from its hash fields (hand
@@ -75,7 +80,7 @@ func Parse(cid string, m map[string]string) (Declaration, error) {
 			return Declaration{}, fmt.Errorf("campaign %s: caps %q are not a JSON list of caps: %v", cid, v, err)
 		}
 	}
-	d.Advertiser, d.IO = m["advertiser"], m["io"]
+	d.Advertiser, d.IO, d.Timezone = m["advertiser"], m["io"], m["timezone"]
 	for field, dst := range map[string]*int{"winLimitHours": &d.WinLimitHours, "paceWindowSec": &d.PaceWindowSec} {
 		v, ok := m[field]
 		if !ok {

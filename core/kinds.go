@@ -1,9 +1,12 @@
 package core
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
+	_ "time/tzdata" // campaigns' zones load in any process, on images without a zoneinfo database too
 
 	"github.com/redis/rueidis"
 
@@ -58,6 +61,34 @@ type writing struct {
 
 // env is what kinds build commands from for one store call: the instant,
 // the zone, and the settings that decide retention.
+// zone is the zone of the item's natural periods: its own (Spec.Zone),
+// else the store's.
+func (e *env) zone(it *counting.Item) *time.Location {
+	if it.Spec.Zone == "" {
+		return e.loc
+	}
+	if loc, err := LoadZone(it.Spec.Zone); err == nil {
+		return loc
+	}
+	return e.loc // validated before: not reached
+}
+
+// zones are the zones LoadZone loaded, by name.
+var zones sync.Map
+
+// LoadZone loads an IANA zone by name (Europe/Paris), once per name.
+func LoadZone(name string) (*time.Location, error) {
+	if loc, ok := zones.Load(name); ok {
+		return loc.(*time.Location), nil
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil || name == "" || name == "Local" {
+		return nil, fmt.Errorf("unknown time zone %q: want an IANA name such as Europe/Paris", name)
+	}
+	zones.Store(name, loc)
+	return loc, nil
+}
+
 type env struct {
 	b         rueidis.Builder
 	now       time.Time

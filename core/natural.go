@@ -39,15 +39,18 @@ func periodEnd(unit counting.Kind, now time.Time, loc *time.Location) time.Time 
 	return time.Date(l.Year(), l.Month(), l.Day()+days, 0, 0, 0, 0, loc)
 }
 
-// ttl is the time left of now's period, rounded up to the millisecond.
-func (k naturalKind) ttl(e *env) time.Duration {
-	return ceilMs(periodEnd(k.unit, e.now, e.loc).Sub(e.now))
+// ttl is the time left of now's period in the item's zone, rounded up to
+// the millisecond.
+func (k naturalKind) ttl(it *counting.Item, e *env) time.Duration {
+	return ceilMs(periodEnd(k.unit, e.now, e.zone(it)).Sub(e.now))
 }
+
+func (naturalKind) zoned() bool { return true }
 
 func (k naturalKind) partName() string { return string(k.unit) }
 
 func (k naturalKind) write(it *counting.Item, e *env) writing {
-	return writing{part: k.partName(), keys: []string{Natural(it)}, args: []string{strconv.FormatInt(k.ttl(e).Milliseconds(), 10)}}
+	return writing{part: k.partName(), keys: []string{Natural(it)}, args: []string{strconv.FormatInt(k.ttl(it, e).Milliseconds(), 10)}}
 }
 
 // wrote decodes what window.lua's run answers, as a day's.
@@ -60,11 +63,11 @@ func (k naturalKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool)
 	return []rueidis.Cacheable{e.b.Get().Key(Natural(it)).Cache()}, true
 }
 
-func (k naturalKind) got(_ *counting.Item, e *env, rs []rueidis.RedisResult, r *counting.Result) error {
+func (k naturalKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *counting.Result) error {
 	if err := gotWindow(rs, r); err != nil || r.Code != apierr.OK {
 		return err
 	}
-	r.TTLMs = k.ttl(e).Milliseconds()
+	r.TTLMs = k.ttl(it, e).Milliseconds()
 	return nil
 }
 

@@ -119,6 +119,14 @@ func (l *Limits) Check(it *counting.Item, write bool, field string) error {
 	case it.EventID != "" && !ids.ValidID(it.EventID):
 		return apierr.Invalid("%seventId must be %s", field, ids.IDRule)
 	}
+	if it.Spec.Zone != "" {
+		if z, ok := k.(interface{ zoned() bool }); !ok || !z.zoned() {
+			return apierr.Invalid("%sspec.zone is for natural periods (day, week, month)", field)
+		}
+		if _, err := LoadZone(it.Spec.Zone); err != nil {
+			return apierr.Invalid("%sspec.zone: %v", field, err)
+		}
+	}
 	return k.check(it, l, field)
 }
 

@@ -38,7 +38,7 @@ func (k windowKind) windowEnd(it *counting.Item, e *env) time.Time {
 	if k.unit == counting.Seconds {
 		return e.now.Add(time.Duration(it.Spec.Span) * time.Second)
 	}
-	return dayEnd(e.now, e.loc, int(it.Spec.Span))
+	return dayEnd(e.now, e.zone(it), int(it.Spec.Span))
 }
 
 // dayEnd is the end of the n-th natural day in loc counting now's day,
@@ -60,6 +60,9 @@ func dayTTL(now time.Time, loc *time.Location) time.Duration {
 func ceilMs(d time.Duration) time.Duration {
 	return (d + time.Millisecond - 1).Truncate(time.Millisecond)
 }
+
+// zoned says a day counts natural days, in a zone.
+func (k windowKind) zoned() bool { return k.unit == counting.Day }
 
 // partName is the kind's part of lua/count.lua (window.lua).
 func (windowKind) partName() string { return "window" }
@@ -90,7 +93,7 @@ func (k windowKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *
 	}
 	if len(rs) == 1 {
 		// A campaign's day: the TTL is the time left today.
-		r.TTLMs = dayTTL(e.now, e.loc).Milliseconds()
+		r.TTLMs = dayTTL(e.now, e.zone(it)).Milliseconds()
 	}
 	return nil
 }

@@ -483,7 +483,7 @@ func modelPeriodEnd(now time.Time, loc *time.Location, unit counting.Kind) time.
 		if before.Day() == after.Day() {
 			continue
 		}
-		if unit == counting.Week && after.Weekday() == time.Monday || unit == counting.Month && after.Month() != before.Month() {
+		if unit == counting.Day || unit == counting.Week && after.Weekday() == time.Monday || unit == counting.Month && after.Month() != before.Month() {
 			return t
 		}
 	}
@@ -532,21 +532,28 @@ func TestNaturalPeriodsAgreeWithModel(t *testing.T) {
 		loc      *time.Location
 		at       time.Time
 		unit     counting.Kind
+		ownZone  bool // the item's zone (a campaign's), the counter's UTC
 	}{
-		{"end of the 169 h week", "America/New_York", ny, time.Date(2026, 11, 1, 23, 59, 58, 800_000_000, ny), counting.Week},
-		{"end of November", "Asia/Shanghai", sh, time.Date(2026, 11, 30, 23, 59, 58, 800_000_000, sh), counting.Month},
+		{"end of the 169 h week", "America/New_York", ny, time.Date(2026, 11, 1, 23, 59, 58, 800_000_000, ny), counting.Week, false},
+		{"end of November", "Asia/Shanghai", sh, time.Date(2026, 11, 30, 23, 59, 58, 800_000_000, sh), counting.Month, false},
+		{"a campaign's 169 h week", "America/New_York", ny, time.Date(2026, 11, 1, 23, 59, 58, 800_000_000, ny), counting.Week, true},
+		{"a campaign's day", "Asia/Shanghai", sh, time.Date(2026, 11, 30, 23, 59, 58, 800_000_000, sh), counting.Day, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			srv := redistest.Start(t)
-			s := testSettings(t, srv.URL(), "COUNTER_TIMEZONE="+tt.tz)
+			counterTZ, itemZone := tt.tz, ""
+			if tt.ownZone {
+				counterTZ, itemZone = "UTC", tt.tz
+			}
+			s := testSettings(t, srv.URL(), "COUNTER_TIMEZONE="+counterTZ)
 			clk := newRealClock(tt.at)
 			st := newTestStore(t, srv.URL(), s, clk.Now)
 			t.Cleanup(st.Close)
 			rng := rand.New(rand.NewPCG(uint64(ti), 7))
 			m := &windowModel{}
 			it := counting.Item{Scope: counting.Scope{Campaign: "c" + strconv.Itoa(ti), Event: "win"}, Subject: counting.Subject{Dim: "device", ID: "d"},
-				Spec: counting.Spec{Kind: tt.unit, Span: 1}}
+				Spec: counting.Spec{Kind: tt.unit, Span: 1, Zone: itemZone}}
 			const guard = 100 // ms either side of the end, as in TestWindowsAgreeWithModel
 			end := time.Now().Add(2500 * time.Millisecond)
 			compared, crossed := 0, false

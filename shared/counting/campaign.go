@@ -63,6 +63,10 @@ type BatchItem struct {
 	// too.
 	Week  bool `json:"week,omitempty"`
 	Month bool `json:"month,omitempty"`
+	// Zone is the IANA time zone of the natural day, week and month (the
+	// counter's COUNTER_TIMEZONE when empty): the campaign's, or its
+	// advertiser's.
+	Zone string `json:"zone,omitempty"`
 	// EID is the event id of a write (POST /v1/incr/batch); reads refuse it.
 	EID string `json:"eid,omitempty"`
 	// Levels count a write at other levels of its campaign too (callback
@@ -83,6 +87,7 @@ type LevelCount struct {
 	PaceWindowSec int      `json:"paceWindowSec,omitempty"`
 	Week          bool     `json:"week,omitempty"`
 	Month         bool     `json:"month,omitempty"`
+	Zone          string   `json:"zone,omitempty"`
 }
 
 // BatchRequest is the body of POST /v1/freq/batch.

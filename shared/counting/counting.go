@@ -111,6 +111,9 @@ type Spec struct {
 	// seconds for Seconds and Sliding. A read of a Day or Seconds counter
 	// may leave it 0: it reads whatever window is live.
 	Span int64 `json:"span"`
+	// Zone is the IANA time zone (Europe/Paris) of a Day, Week or Month
+	// counter's natural periods; the counter's COUNTER_TIMEZONE when empty.
+	Zone string `json:"zone,omitempty"`
 	// Limit is how many events a Sliding window admits; 0 records every hit
 	// without deciding.
 	Limit int64 `json:"limit,omitempty"`
