@@ -210,6 +210,9 @@ func countsRequest(cid string, camp Campaign, sch *counting.Schema, dims map[str
 	for _, ev := range sch.Events {
 		need := camp.Need(ev)
 		it := counting.BatchItem{CID: cid, Event: ev, Dims: dims, PaceWindowSec: min(need.PaceSec, sch.MaxPaceWindowSec), Week: need.Week, Month: need.Month, Zone: camp.Timezone}
+		if need.Lifetime {
+			it.LifetimeEnd, _ = camp.EndUnix()
+		}
 		if need.Hours > 0 {
 			it.WindowHours = []int{min(need.Hours, sch.MaxWindowHours)}
 		}

@@ -576,6 +576,9 @@ func (f *Forwarder) items(sch *counting.Schema, batch []entry) []counting.BatchI
 		// was away) is served at them.
 		it.WindowHours, it.PaceWindowSec = windowsWithin(sch, need)
 		it.Week, it.Month, it.Zone = need.Week, need.Month, camp.Timezone
+		if need.Lifetime {
+			it.LifetimeEnd, _ = camp.EndUnix()
+		}
 		it.Levels = f.levels(sch, n, &camp)
 		items[i] = it
 	}
@@ -619,6 +622,9 @@ func (f *Forwarder) levels(sch *counting.Schema, n notice, camp *Campaign) []cou
 			continue
 		}
 		lc.WindowHours, lc.PaceWindowSec = windowsWithin(sch, need)
+		if need.Lifetime && l == campaign.LevelCreative {
+			lc.LifetimeEnd, _ = camp.EndUnix()
+		}
 		out = append(out, lc)
 	}
 	return out

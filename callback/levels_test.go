@@ -232,3 +232,37 @@ func TestCampaignTimezone(t *testing.T) {
 		t.Errorf("PUT tz4: %d %s", code, got)
 	}
 }
+
+// A lifetime cap counts until the campaign's end: its counter lives until
+// then, and it blocks once reached. It needs the end, and is a campaign's
+// (or a creative's), not a parent's.
+func TestLifetimeCaps(t *testing.T) {
+	s := startStack(t)
+	admin := "http://" + s.admin + "/v1/campaigns/"
+	end := time.Now().Add(72 * time.Hour).UTC().Truncate(time.Second)
+	if code, _, body := s.do("PUT", admin+"lt", `{"end":"`+end.Format(time.RFC3339)+`","caps":[
+		{"event":"win","window":{"unit":"lifetime"},"limit":2},
+		{"event":"win","window":{"unit":"day","n":1},"limit":5}]}`); code != 200 {
+		t.Fatalf("PUT lt: %d %s", code, body)
+	}
+	s.notice("/win?cid=lt&device=d&eid=lt-1")
+	s.notice("/win?cid=lt&device=d&eid=lt-2")
+	s.waitKey("freq:{win:device:lt:d}:lifetime", 2, 10*time.Second)
+	s.waitSettled(10 * time.Second)
+	ms, err := s.rc.Do(t.Context(), s.rc.B().Pttl().Key("freq:{win:device:lt:d}:lifetime").Build()).AsInt64()
+	if want := time.Until(end).Milliseconds(); err != nil || ms < want-5000 || ms > want+1000 {
+		t.Errorf("PTTL of the lifetime = %d ms (%v), want about %d: until the campaign's end", ms, err, want)
+	}
+	if v := s.decide("d", counting.Candidate{CID: "lt"})[0]; v.Allowed || v.Reason != "lifetime_cap" || v.Count != 2 {
+		t.Errorf("after two wins: %+v, want blocked by the lifetime cap", v)
+	}
+	for body, want := range map[string]string{
+		`{"caps":[{"event":"win","window":{"unit":"lifetime"},"limit":2}]}`:                                            "caps[0].window: a lifetime cap needs the campaign's end",
+		`{"end":"next tuesday","caps":[]}`:                                                                             `end \"next tuesday\"`,
+		`{"end":"2030-01-31","advertiser":"a","caps":[{"level":"advertiser","window":{"unit":"lifetime"},"limit":1}]}`: "caps[0].window: a lifetime is the campaign's",
+	} {
+		if code, _, got := s.do("PUT", admin+"lt", body); code != 400 || !strings.Contains(got, want) {
+			t.Errorf("PUT %s: %d %s, want 400 naming %q", body, code, got, want)
+		}
+	}
+}

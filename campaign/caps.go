@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"math"
 	"slices"
 
 	"github.com/freqcap/freqcap/core"
@@ -25,12 +26,14 @@ const (
 
 // The window units of caps.
 const (
-	UnitDay     = "day"
-	UnitWeek    = "week"
-	UnitMonth   = "month"
-	UnitHours   = "hours"
-	UnitMinutes = "minutes"
-	UnitSeconds = "seconds"
+	UnitDay   = "day"
+	UnitWeek  = "week"
+	UnitMonth = "month"
+	UnitHours = "hours"
+	// UnitLifetime counts until the campaign's end (Declaration.End).
+	UnitLifetime = "lifetime"
+	UnitMinutes  = "minutes"
+	UnitSeconds  = "seconds"
 )
 
 // MaxCaps bounds the caps of one campaign.
@@ -59,6 +62,8 @@ func span(w Window) int64 {
 		return 31 * 86400
 	case UnitHours:
 		return int64(w.N) * 3600
+	case UnitLifetime:
+		return math.MaxInt64
 	}
 	return int64(seconds(w))
 }
@@ -91,6 +96,9 @@ func (d *Declaration) Check(b CapBounds) error {
 			return apierr.Invalid("timezone: %v", err)
 		}
 	}
+	if _, err := d.EndUnix(); err != nil {
+		return apierr.Invalid("%v", err)
+	}
 	if len(d.Caps) > MaxCaps {
 		return apierr.Invalid("caps: at most %d", MaxCaps)
 	}
@@ -102,6 +110,9 @@ func (d *Declaration) Check(b CapBounds) error {
 		}
 		if c.Level == LevelAdvertiser && d.Advertiser == "" || c.Level == LevelIO && d.IO == "" {
 			return apierr.Invalid("caps[%d].level: a cap at the %s level needs the campaign's %s", i, c.Level, c.Level)
+		}
+		if err := d.checkLifetime(c, i); err != nil {
+			return err
 		}
 		s := seconds(c.Window)
 		if s == 0 {
@@ -115,6 +126,22 @@ func (d *Declaration) Check(b CapBounds) error {
 			return apierr.Invalid("caps[%d].window: an exact window of %d s, where paceWindowSec is %d: one exact window per event", i, s, d.PaceWindowSec)
 		}
 		exact[key] = s
+	}
+	return nil
+}
+
+// checkLifetime validates a lifetime cap: it needs the campaign's end, and
+// counts at the campaign or creative level (a parent's campaigns end on
+// different dates).
+func (d *Declaration) checkLifetime(c *Cap, i int) error {
+	if c.Window.Unit != UnitLifetime {
+		return nil
+	}
+	if c.Level == LevelAdvertiser || c.Level == LevelIO {
+		return apierr.Invalid("caps[%d].window: a lifetime is the campaign's, at the campaign or creative level", i)
+	}
+	if d.End == "" {
+		return apierr.Invalid("caps[%d].window: a lifetime cap needs the campaign's end", i)
 	}
 	return nil
 }
@@ -145,6 +172,10 @@ func checkCap(c *Cap, b CapBounds, i int) error {
 		return apierr.Invalid("caps[%d].window.minGapSec is for exact windows (minutes, seconds), 0 or more", i)
 	}
 	switch w.Unit {
+	case UnitLifetime:
+		if w.N > 1 {
+			return apierr.Invalid("caps[%d].window.n must be 1 (or absent) for a lifetime", i)
+		}
 	case UnitDay, UnitWeek, UnitMonth:
 		if w.N != 1 {
 			return apierr.Invalid("caps[%d].window.n must be 1 for a %s (this one)", i, w.Unit)
@@ -161,7 +192,7 @@ func checkCap(c *Cap, b CapBounds, i int) error {
 			return apierr.Invalid("caps[%d].window.minGapSec must be at most the window (%d s)", i, seconds(w))
 		}
 	default:
-		return apierr.Invalid("caps[%d].window.unit must be one of day, week, month, hours, minutes, seconds (lifetime is not counted yet)", i)
+		return apierr.Invalid("caps[%d].window.unit must be one of day, week, month, lifetime, hours, minutes, seconds", i)
 	}
 	return nil
 }
@@ -172,11 +203,13 @@ func checkCap(c *Cap, b CapBounds, i int) error {
 // dimensions the caps count (a campaign counts every dimension; the other
 // levels only these).
 type Need struct {
-	Hours   int      `json:"hours,omitempty"`
-	PaceSec int      `json:"paceSec,omitempty"`
-	Week    bool     `json:"week,omitempty"`
-	Month   bool     `json:"month,omitempty"`
-	Dims    []string `json:"dims,omitempty"`
+	Hours   int  `json:"hours,omitempty"`
+	PaceSec int  `json:"paceSec,omitempty"`
+	Week    bool `json:"week,omitempty"`
+	Month   bool `json:"month,omitempty"`
+	// Lifetime: count until the campaign's end.
+	Lifetime bool     `json:"lifetime,omitempty"`
+	Dims     []string `json:"dims,omitempty"`
 }
 
 // Needs are, by event, what the caps at level need counted: the largest
@@ -204,6 +237,8 @@ func (n Need) with(c Cap) Need {
 		n.Week = true
 	case UnitMonth:
 		n.Month = true
+	case UnitLifetime:
+		n.Lifetime = true
 	}
 	if !slices.Contains(n.Dims, c.Dim) {
 		n.Dims = append(slices.Clone(n.Dims), c.Dim)
@@ -219,7 +254,7 @@ func (n Need) Union(o Need) Need {
 	if n.PaceSec == 0 {
 		n.PaceSec = o.PaceSec
 	}
-	n.Week, n.Month = n.Week || o.Week, n.Month || o.Month
+	n.Week, n.Month, n.Lifetime = n.Week || o.Week, n.Month || o.Month, n.Lifetime || o.Lifetime
 	for _, d := range o.Dims {
 		if !slices.Contains(n.Dims, d) {
 			n.Dims = append(slices.Clone(n.Dims), d)

@@ -39,6 +39,9 @@ type Query struct {
 	// Zone is the IANA zone of the natural day, week and month (the
 	// store's when empty).
 	Zone string
+	// LifetimeEnd > 0 counts (and reads) the lifetime too, until then
+	// (unix seconds).
+	LifetimeEnd int64
 	// EID is the event id of a write.
 	EID string
 	// Also are the other levels a write counts at (counting.LevelCount),
@@ -59,6 +62,7 @@ type Counts struct {
 	Windows     []int64
 	Pace        counting.Pace
 	Week, Month int64
+	Lifetime    int64
 }
 
 // Result is the answer for one Query. Counts line up with Query.Dims. Err is
@@ -94,6 +98,7 @@ const (
 	partPace
 	partWeek
 	partMonth
+	partLifetime
 )
 
 // items turns queries into items; refs say where each item's answer goes.
@@ -121,6 +126,9 @@ func (q *Query) items(its []counting.Item, refs []ref, qi int, write bool) ([]co
 		}
 		if q.Month {
 			add(counting.Spec{Kind: counting.Month, Span: 1, Zone: q.Zone}, partMonth, 0)
+		}
+		if q.LifetimeEnd > 0 {
+			add(counting.Spec{Kind: counting.Lifetime, Span: q.LifetimeEnd}, partLifetime, 0)
 		}
 	}
 	return its, refs
@@ -154,6 +162,8 @@ func fill(res []Result, r ref, got *counting.Result) {
 		c.Week = got.Count
 	case partMonth:
 		c.Month = got.Count
+	case partLifetime:
+		c.Lifetime = got.Count
 	}
 }
 
@@ -232,7 +242,7 @@ func withLevels(qs []Query) ([]Query, []int) {
 // size is how many items q becomes.
 func (q *Query) size() int {
 	n := 1 + len(q.Windows)
-	for _, on := range []bool{q.PaceWindowSec > 0, q.Week, q.Month} {
+	for _, on := range []bool{q.PaceWindowSec > 0, q.Week, q.Month, q.LifetimeEnd > 0} {
 		if on {
 			n++
 		}
@@ -447,6 +457,9 @@ func AnswerOf(q *Query, r *Result) counting.Answer {
 		}
 		if q.Month {
 			out.Month = &c.Month
+		}
+		if q.LifetimeEnd > 0 {
+			out.Lifetime = &c.Lifetime
 		}
 		a.Counts[dim.Name] = out
 	}

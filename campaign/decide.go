@@ -59,6 +59,8 @@ func (v Counters) Decide(ctx context.Context, ids map[string]string, cands []cou
 				qs[q].Week = true
 			case UnitMonth:
 				qs[q].Month = true
+			case UnitLifetime:
+				qs[q].LifetimeEnd, _ = d.EndUnix()
 			}
 			refs[i][k] = ref{i, q}
 		}
@@ -108,6 +110,8 @@ func judge(v *counting.Verdict, cp *Cap, q *Query, r *Result, nowMs int64) {
 		count, reason = c.Week, ReasonWeek
 	case UnitMonth:
 		count, reason = c.Month, ReasonMonth
+	case UnitLifetime:
+		count, reason = c.Lifetime, ReasonLifetime
 	case UnitHours:
 		count, reason = c.Windows[slices.Index(q.Windows, cp.Window.N)], ReasonWindow
 	default:
@@ -146,6 +150,7 @@ const (
 	ReasonDay       = "day_cap"
 	ReasonWeek      = "week_cap"
 	ReasonMonth     = "month_cap"
+	ReasonLifetime  = "lifetime_cap"
 	ReasonWindow    = "window_cap"
 	ReasonPaceLimit = "pace_limit"
 	ReasonPaceGap   = "pace_gap"

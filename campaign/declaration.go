@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
+
+	"github.com/freqcap/freqcap/core"
 )
 
 // Declaration is what a campaign declares (callback's admin API and
@@ -19,6 +22,10 @@ type Declaration struct {
 	// COUNTER_TIMEZONE when empty. The campaigns of one advertiser or io
 	// with caps there share it.
 	Timezone string `json:"timezone,omitempty"`
+	// End is when the campaign ends: an RFC 3339 instant
+	// (2027-01-31T23:00:00Z) or a date (2027-01-31: the end of that day
+	// in Timezone). Lifetime caps count until then.
+	End string `json:"end,omitempty"`
 	// WinLimitHours > 0 makes every notice also count in the hour buckets
 	// of the last WinLimitHours hours.
 	WinLimitHours int `json:"winLimitHours"`
@@ -29,6 +36,28 @@ type Declaration struct {
 	// counted in what its caps need (the largest hour window, the exact
 	// window), on top of WinLimitHours and PaceWindowSec.
 	Caps []Cap `json:"caps,omitempty"`
+}
+
+// EndUnix is End in unix seconds (0 when there is none).
+func (d *Declaration) EndUnix() (int64, error) {
+	if d.End == "" {
+		return 0, nil
+	}
+	if t, err := time.Parse(time.RFC3339, d.End); err == nil {
+		return t.Unix(), nil
+	}
+	loc := time.UTC
+	if d.Timezone != "" {
+		var err error
+		if loc, err = core.LoadZone(d.Timezone); err != nil {
+			return 0, err
+		}
+	}
+	day, err := time.ParseInLocation(time.DateOnly, d.End, loc)
+	if err != nil {
+		return 0, fmt.Errorf("end %q: want an RFC 3339 instant (2027-01-31T23:00:00Z) or a date (2027-01-31)", d.End)
+	}
+	return day.AddDate(0, 0, 1).Unix(), nil
 }
 
 // LevelID is the id whose counters a cap at level reads for a candidate
@@ -67,7 +96,7 @@ func (d Declaration) Fields() []string {
 		caps = []byte("[]")
 	}
 	return []string{"winLimitHours", strconv.Itoa(d.WinLimitHours), "paceWindowSec", strconv.Itoa(d.PaceWindowSec), "caps", string(caps),
-		"advertiser", d.Advertiser, "io", d.IO, "timezone", d.Timezone}
+		"advertiser", d.Advertiser, "io", d.IO, "timezone", d.Timezone, "end", d.End}
 }
 
 // Parse reads campaign cid's declaration from its hash fields (hand
@@ -80,7 +109,7 @@ func Parse(cid string, m map[string]string) (Declaration, error) {
 			return Declaration{}, fmt.Errorf("campaign %s: caps %q are not a JSON list of caps: %v", cid, v, err)
 		}
 	}
-	d.Advertiser, d.IO, d.Timezone = m["advertiser"], m["io"], m["timezone"]
+	d.Advertiser, d.IO, d.Timezone, d.End = m["advertiser"], m["io"], m["timezone"], m["end"]
 	for field, dst := range map[string]*int{"winLimitHours": &d.WinLimitHours, "paceWindowSec": &d.PaceWindowSec} {
 		v, ok := m[field]
 		if !ok {

@@ -123,7 +123,7 @@ func IntParam(name, v string, lo, hi int) (int, error) {
 // FromItem turns a batch item into a query; field names in errors are
 // prefixed with the item's place, e.g. items[3].windowHours.
 func (p *Parser) FromItem(it counting.BatchItem, prefix string) (Query, error) {
-	q := Query{CID: it.CID, Event: it.Event, Level: it.Level, PaceWindowSec: it.PaceWindowSec, Week: it.Week, Month: it.Month, Zone: it.Zone, EID: it.EID}
+	q := Query{CID: it.CID, Event: it.Event, Level: it.Level, PaceWindowSec: it.PaceWindowSec, Week: it.Week, Month: it.Month, Zone: it.Zone, LifetimeEnd: it.LifetimeEnd, EID: it.EID}
 	if q.Event == "" {
 		q.Event = p.events[0]
 	}
@@ -174,7 +174,7 @@ func (p *Parser) ReadItem(it counting.BatchItem, i int) (Query, error) {
 // level turns one more level of a write into its query: its id, the
 // dimensions of q it names, its windows.
 func (p *Parser) level(q *Query, l counting.LevelCount, prefix string) (Query, error) {
-	a := Query{CID: l.ID, Event: q.Event, Level: l.Level, PaceWindowSec: l.PaceWindowSec, Week: l.Week, Month: l.Month, Zone: l.Zone}
+	a := Query{CID: l.ID, Event: q.Event, Level: l.Level, PaceWindowSec: l.PaceWindowSec, Week: l.Week, Month: l.Month, Zone: l.Zone, LifetimeEnd: l.LifetimeEnd}
 	if err := core.CheckLevel(&a.Level, prefix+"level"); err != nil {
 		return a, err
 	}
@@ -221,6 +221,9 @@ func (p *Parser) windowsOf(q *Query, hours []int, prefix string) error {
 	q.Windows = slices.Compact(q.Windows)
 	if q.PaceWindowSec < 0 || q.PaceWindowSec > p.maxPace {
 		return apierr.Invalid("%spaceWindowSec must be a whole number between 0 and %d", prefix, p.maxPace)
+	}
+	if q.LifetimeEnd < 0 {
+		return apierr.Invalid("%slifetimeEnd must be the campaign's end in unix seconds, or 0", prefix)
 	}
 	return nil
 }

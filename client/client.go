@@ -177,12 +177,15 @@ type Reason string
 
 // Reasons a candidate is blocked.
 const (
-	DayCap    Reason = "day_cap"
-	WeekCap   Reason = "week_cap"  // DecideIDs: a declared natural week
-	MonthCap  Reason = "month_cap" // DecideIDs: a declared calendar month
-	WindowCap Reason = "window_cap"
-	PaceLimit Reason = "pace_limit"
-	PaceGap   Reason = "pace_gap"
+	DayCap   Reason = "day_cap"
+	WeekCap  Reason = "week_cap"  // DecideIDs: a declared natural week
+	MonthCap Reason = "month_cap" // DecideIDs: a declared calendar month
+	// LifetimeCap is a declared lifetime cap (DecideIDs): until the
+	// campaign's end.
+	LifetimeCap Reason = "lifetime_cap"
+	WindowCap   Reason = "window_cap"
+	PaceLimit   Reason = "pace_limit"
+	PaceGap     Reason = "pace_gap"
 	// Unavailable blocks a candidate whose counts could not be read, only
 	// with Options.FailClosed.
 	Unavailable Reason = "unavailable"

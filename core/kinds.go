@@ -34,12 +34,13 @@ type kind interface {
 
 // kinds is every kind of counter the counter serves.
 var kinds = map[counting.Kind]kind{
-	counting.Day:     windowKind{unit: counting.Day},
-	counting.Seconds: windowKind{unit: counting.Seconds},
-	counting.Week:    naturalKind{unit: counting.Week},
-	counting.Month:   naturalKind{unit: counting.Month},
-	counting.Hours:   hoursKind{},
-	counting.Sliding: slidingKind{},
+	counting.Day:      windowKind{unit: counting.Day},
+	counting.Seconds:  windowKind{unit: counting.Seconds},
+	counting.Week:     naturalKind{unit: counting.Week},
+	counting.Month:    naturalKind{unit: counting.Month},
+	counting.Lifetime: lifetimeKind{},
+	counting.Hours:    hoursKind{},
+	counting.Sliding:  slidingKind{},
 
 	counting.FixedWindow:   fixedWindow,
 	counting.SlidingLog:    slidingLog,

@@ -71,5 +71,5 @@ func (k naturalKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r 
 	return nil
 }
 
-// Natural is the String of a campaign's week or month counter.
+// Natural is the String of a campaign's week, month or lifetime counter.
 func Natural(it *counting.Item) string { return Window(it) + ":" + string(it.Spec.Kind) }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -185,6 +186,8 @@ func (m *capModel) blocks(now time.Time, cid, adv, dev string, cp *counting.Cap)
 				if y2, mo2, _ := at.Date(); y2 == y && mo2 == mo {
 					count++
 				}
+			case campaign.UnitLifetime:
+				count++ // the campaign ends long after the stream
 			case campaign.UnitHours:
 				if h := e.atMs / 1000 / 3600; h > hour-int64(cp.Window.N) && h <= hour {
 					count++
@@ -203,7 +206,7 @@ func (m *capModel) blocks(now time.Time, cid, adv, dev string, cp *counting.Cap)
 		if gap := int64(cp.Window.MinGapSec) * 1000; gap > 0 && last > 0 && nowMs-last < gap {
 			return true, nowMs - last, int64(cp.Window.MinGapSec)
 		}
-		sec := map[string]int64{campaign.UnitDay: 86400, campaign.UnitWeek: 7 * 86400, campaign.UnitMonth: 31 * 86400,
+		sec := map[string]int64{campaign.UnitLifetime: math.MaxInt64, campaign.UnitDay: 86400, campaign.UnitWeek: 7 * 86400, campaign.UnitMonth: 31 * 86400,
 			campaign.UnitHours: 3600 * int64(cp.Window.N), campaign.UnitMinutes: 60 * int64(cp.Window.N), campaign.UnitSeconds: int64(cp.Window.N)}[cp.Window.Unit]
 		return count >= cp.Limit, count, sec
 	}
@@ -227,7 +230,10 @@ func randomCaps(rng *rand.Rand, exact map[[2]string]counting.CapWindow) []counti
 		c := counting.Cap{Level: level, Event: ev, Dim: "device", Limit: int64(1 + rng.IntN(12))}
 		switch rng.IntN(4) {
 		case 0:
-			c.Window = counting.CapWindow{Unit: []string{campaign.UnitDay, campaign.UnitWeek, campaign.UnitMonth}[rng.IntN(3)], N: 1}
+			c.Window = counting.CapWindow{Unit: []string{campaign.UnitDay, campaign.UnitWeek, campaign.UnitMonth, campaign.UnitLifetime}[rng.IntN(4)], N: 1}
+			if c.Window.Unit == campaign.UnitLifetime && level != campaign.LevelCampaign {
+				c.Window.Unit = campaign.UnitMonth // a lifetime is a campaign's
+			}
 			c.Limit += 8 + int64(rng.IntN(3))*6 // longer periods, larger limits
 		case 3:
 			c.Window = counting.CapWindow{Unit: campaign.UnitWeek, N: 1}
@@ -271,7 +277,7 @@ func TestDecideAgreesWithModel(t *testing.T) {
 	exact := map[[2]string]counting.CapWindow{}
 	for c := range 6 {
 		cid := fmt.Sprintf("m%d", c)
-		decls[cid] = &campaign.Declaration{Advertiser: fmt.Sprintf("a%d", c%2), Caps: randomCaps(rng, exact)}
+		decls[cid] = &campaign.Declaration{Advertiser: fmt.Sprintf("a%d", c%2), End: "2027-06-30", Caps: randomCaps(rng, exact)}
 		cands = append(cands, counting.Candidate{CID: cid})
 	}
 	m := &capModel{}
@@ -314,7 +320,7 @@ func TestDecideAgreesWithModel(t *testing.T) {
 	if blocked == 0 || blocked == decided || later == 0 {
 		t.Fatalf("%d of %d decisions blocked, %d by a cap after the first: the stream decides too little", blocked, decided, later)
 	}
-	for _, r := range []string{campaign.ReasonDay, campaign.ReasonWeek, campaign.ReasonMonth, campaign.ReasonWindow, campaign.ReasonPaceLimit, campaign.ReasonPaceGap, "advertiser"} {
+	for _, r := range []string{campaign.ReasonDay, campaign.ReasonWeek, campaign.ReasonMonth, campaign.ReasonLifetime, campaign.ReasonWindow, campaign.ReasonPaceLimit, campaign.ReasonPaceGap, "advertiser"} {
 		if reasons[r] == 0 {
 			t.Errorf("no decision blocked by %s: %v", r, reasons)
 		}
@@ -332,6 +338,9 @@ func countedAsCallbackDoes(decls map[string]*campaign.Declaration, cid, ev, dev,
 		Week: need.Week, Month: need.Month, EID: eid}
 	if need.Hours > 0 {
 		q.Windows = []int{need.Hours}
+	}
+	if need.Lifetime {
+		q.LifetimeEnd, _ = d.EndUnix()
 	}
 	var adv campaign.Need
 	for _, o := range decls {

@@ -21,7 +21,7 @@ import (
 //
 //	{"code":0,"msg":"..","cid":"42","event":"win","windowHours":[2,24],
 //	 "paceWindowSec":600,"counts":{"device":{"day":3,"windows":{"2":1,"24":2},
-//	 "pace":{"count":1,"lastAt":1796210000123},"week":5,"month":9}},"degraded":false,"duplicate":true}
+//	 "pace":{"count":1,"lastAt":1796210000123},"week":5,"month":9,"lifetime":11}},"degraded":false,"duplicate":true}
 type answer struct {
 	q         *campaign.Query
 	res       *campaign.Result
@@ -117,6 +117,10 @@ func (a *answer) appendCounts(b []byte, i int) []byte {
 	if q.Month {
 		b = append(b, `,"month":`...)
 		b = strconv.AppendInt(b, c.Month, 10)
+	}
+	if q.LifetimeEnd > 0 {
+		b = append(b, `,"lifetime":`...)
+		b = strconv.AppendInt(b, c.Lifetime, 10)
 	}
 	return append(b, '}')
 }

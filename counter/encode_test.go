@@ -15,10 +15,10 @@ import (
 // it is what campaign.AnswerOf (the client's direct mode) builds for the
 // same query and result, fresh, stale and degraded alike.
 func TestAnswerJSONIsTheContract(t *testing.T) {
-	q := &Query{CID: "42", Event: "win", Windows: []int{2, 24}, PaceWindowSec: 600, Week: true, Month: true,
+	q := &Query{CID: "42", Event: "win", Windows: []int{2, 24}, PaceWindowSec: 600, Week: true, Month: true, LifetimeEnd: 1796210000,
 		Dims: []Dim{{Name: "device", ID: "d"}, {Name: "bundle", ID: "b"}}}
 	fresh := &Result{Counts: []campaign.Counts{
-		{Day: 3, Windows: []int64{1, 2}, Pace: counting.Pace{Count: 1, LastAt: 1796210000123}, Week: 5, Month: 9},
+		{Day: 3, Windows: []int64{1, 2}, Pace: counting.Pace{Count: 1, LastAt: 1796210000123}, Week: 5, Month: 9, Lifetime: 11},
 		{Day: 9, Windows: []int64{4, 8}, Week: 12, Month: 30},
 	}}
 	stale := *fresh

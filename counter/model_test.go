@@ -538,6 +538,7 @@ func TestNaturalPeriodsAgreeWithModel(t *testing.T) {
 		{"end of November", "Asia/Shanghai", sh, time.Date(2026, 11, 30, 23, 59, 58, 800_000_000, sh), counting.Month, false},
 		{"a campaign's 169 h week", "America/New_York", ny, time.Date(2026, 11, 1, 23, 59, 58, 800_000_000, ny), counting.Week, true},
 		{"a campaign's day", "Asia/Shanghai", sh, time.Date(2026, 11, 30, 23, 59, 58, 800_000_000, sh), counting.Day, true},
+		{"a campaign's lifetime", "UTC", time.UTC, time.Date(2027, 3, 14, 9, 26, 53, 800_000_000, time.UTC), counting.Lifetime, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -554,6 +555,9 @@ func TestNaturalPeriodsAgreeWithModel(t *testing.T) {
 			m := &windowModel{}
 			it := counting.Item{Scope: counting.Scope{Campaign: "c" + strconv.Itoa(ti), Event: "win"}, Subject: counting.Subject{Dim: "device", ID: "d"},
 				Spec: counting.Spec{Kind: tt.unit, Span: 1, Zone: itemZone}}
+			if tt.unit == counting.Lifetime {
+				it.Spec.Span = tt.at.Add(1200 * time.Millisecond).Unix() // the campaign's end
+			}
 			const guard = 100 // ms either side of the end, as in TestWindowsAgreeWithModel
 			end := time.Now().Add(2500 * time.Millisecond)
 			compared, crossed := 0, false
@@ -572,7 +576,13 @@ func TestNaturalPeriodsAgreeWithModel(t *testing.T) {
 				}
 				t0 := clk.Last()
 				nowMs := t0.UnixMilli()
-				periodEnd := modelPeriodEnd(t0, tt.loc, tt.unit).UnixMilli()
+				var periodEnd int64
+				if tt.unit == counting.Lifetime {
+					// Until the end; a hit after it lasts a millisecond.
+					periodEnd = max(it.Spec.Span*1000, nowMs+1)
+				} else {
+					periodEnd = modelPeriodEnd(t0, tt.loc, tt.unit).UnixMilli()
+				}
 				crossed = crossed || t0.After(tt.at.Add(1200*time.Millisecond))
 				want, endMs := m.count, m.endMs // the end before this hit moves it
 				if !m.live(nowMs) {

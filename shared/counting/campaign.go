@@ -41,6 +41,9 @@ type Counts struct {
 	// for.
 	Week  *int64 `json:"week,omitempty"`
 	Month *int64 `json:"month,omitempty"`
+	// Lifetime is the count since the first event, until the campaign's
+	// end, when asked for.
+	Lifetime *int64 `json:"lifetime,omitempty"`
 }
 
 // Pace is the state of one exact sliding window.
@@ -67,6 +70,9 @@ type BatchItem struct {
 	// counter's COUNTER_TIMEZONE when empty): the campaign's, or its
 	// advertiser's.
 	Zone string `json:"zone,omitempty"`
+	// LifetimeEnd > 0 counts (and reads) the campaign's lifetime too,
+	// until then (unix seconds).
+	LifetimeEnd int64 `json:"lifetimeEnd,omitempty"`
 	// EID is the event id of a write (POST /v1/incr/batch); reads refuse it.
 	EID string `json:"eid,omitempty"`
 	// Levels count a write at other levels of its campaign too (callback
@@ -88,6 +94,7 @@ type LevelCount struct {
 	Week          bool     `json:"week,omitempty"`
 	Month         bool     `json:"month,omitempty"`
 	Zone          string   `json:"zone,omitempty"`
+	LifetimeEnd   int64    `json:"lifetimeEnd,omitempty"`
 }
 
 // BatchRequest is the body of POST /v1/freq/batch.

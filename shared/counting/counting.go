@@ -19,6 +19,10 @@ const (
 	// the period's end, opened by the first hit. Span 1 (this one).
 	Week  Kind = "week"
 	Month Kind = "month"
+	// Lifetime counts a campaign's events until its end: a String with a
+	// TTL to the end, opened by the first hit; Span is the end in unix
+	// seconds.
+	Lifetime Kind = "lifetime"
 	// Seconds counts in a window of Span seconds opened by the first hit
 	// (a String with a TTL, the frequency-control API's TIME_UNIT_SEC). It shares its key
 	// with Day: a business key has one live window whatever its unit.

@@ -133,7 +133,7 @@ func (x *DecideCandidate) GetCrid() string {
 	return ""
 }
 
-// CapWindow is a cap's window: unit "day", "week" or "month" (n 1: this
+// CapWindow is a cap's window: unit "lifetime" (until the campaign's end), "day", "week" or "month" (n 1: this
 // one), "hours" (the last n),
 // "minutes" or "seconds" (an exact sliding window, with an optional
 // minimum gap).
@@ -287,7 +287,7 @@ type DecideVerdict struct {
 	Code int32        `protobuf:"varint,3,opt,name=code,proto3" json:"code,omitempty"`
 	Msg  string       `protobuf:"bytes,4,opt,name=msg,proto3" json:"msg,omitempty"`
 	Cap  *DeclaredCap `protobuf:"bytes,5,opt,name=cap,proto3" json:"cap,omitempty"`
-	// how cap blocks: day_cap, week_cap, month_cap, window_cap, pace_limit
+	// how cap blocks: day_cap, week_cap, month_cap, lifetime_cap, window_cap, pace_limit
 	// or pace_gap.
 	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	// the blocking cap's count; for pace_gap, milliseconds since the last event.
