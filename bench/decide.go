@@ -35,18 +35,21 @@ func decideCandidates() []client.Candidate {
 	return cands
 }
 
-// declaredCaps are what each of the by-id runs' 50 campaigns declares in
-// callback's admin API: 3 caps on 2 identities, as decideCandidates caps
-// them.
-var declaredCaps = `{"caps": [
+// declaredCaps are what campaign i of the by-id runs' 50 declares in
+// callback's admin API: 3 caps at 2 levels on 2 identities, the campaign's
+// own on the device and its advertiser's (one of 5, shared by 10
+// campaigns) on the bundle.
+func declaredCaps(i int) string {
+	return fmt.Sprintf(`{"advertiser": "adv%d", "caps": [
   {"level": "campaign", "event": "win", "dim": "device", "window": {"unit": "day", "n": 1}, "limit": 10},
   {"level": "campaign", "event": "win", "dim": "device", "window": {"unit": "hours", "n": 3}, "limit": 5},
-  {"level": "campaign", "event": "win", "dim": "bundle", "window": {"unit": "day", "n": 1}, "limit": 1000000}]}`
+  {"level": "advertiser", "event": "win", "dim": "bundle", "window": {"unit": "day", "n": 1}, "limit": 1000000}]}`, i%5)
+}
 
 // declare stores declaredCaps for every candidate through the admin API.
 func (st *stack) declare(ctx context.Context, cids []string) error {
-	for _, cid := range cids {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut, st.adminURL+"/v1/campaigns/"+cid, strings.NewReader(declaredCaps))
+	for i, cid := range cids {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, st.adminURL+"/v1/campaigns/"+cid, strings.NewReader(declaredCaps(i)))
 		if err != nil {
 			return err
 		}
@@ -151,5 +154,5 @@ func (st *stack) decideAsk(ctx context.Context, c *client.Client, name string) (
 	return func(ids client.Identities) error {
 		_, err := c.DecideIDs(ctx, ids, cids)
 		return err
-	}, "50 candidates by id (3 declared caps each on device and bundle)", nil
+	}, "50 candidates by id (3 declared caps each at 2 levels: campaign on the device, advertiser on the bundle)", nil
 }

@@ -209,7 +209,7 @@ func countsRequest(cid string, camp Campaign, sch *counting.Schema, dims map[str
 	req := counting.BatchRequest{}
 	for _, ev := range sch.Events {
 		need := camp.Need(ev)
-		it := counting.BatchItem{CID: cid, Event: ev, Dims: dims, PaceWindowSec: min(need.PaceSec, sch.MaxPaceWindowSec), Week: need.Week, Month: need.Month, Zone: camp.Timezone}
+		it := counting.BatchItem{CID: cid, Event: ev, Dims: dims, PaceWindowSec: min(need.PaceSec, sch.MaxPaceWindowSec), Week: need.Week, Month: need.Month, Zone: camp.Timezone, Periods: need.PeriodList()}
 		if need.Lifetime {
 			it.LifetimeEnd, _ = camp.EndUnix()
 		}

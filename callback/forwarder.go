@@ -575,7 +575,7 @@ func (f *Forwarder) items(sch *counting.Schema, batch []entry) []counting.BatchI
 		// A campaign stored beyond the counter's limits (while the counter
 		// was away) is served at them.
 		it.WindowHours, it.PaceWindowSec = windowsWithin(sch, need)
-		it.Week, it.Month, it.Zone = need.Week, need.Month, camp.Timezone
+		it.Week, it.Month, it.Zone, it.Periods = need.Week, need.Month, camp.Timezone, need.PeriodList()
 		if need.Lifetime {
 			it.LifetimeEnd, _ = camp.EndUnix()
 		}
@@ -612,7 +612,7 @@ func (f *Forwarder) levels(sch *counting.Schema, n notice, camp *Campaign) []cou
 			parent, zone = f.parentNeed(l, id, n, zone)
 			need = need.Union(parent)
 		}
-		lc := counting.LevelCount{Level: l, ID: id, Week: need.Week, Month: need.Month, Zone: zone}
+		lc := counting.LevelCount{Level: l, ID: id, Week: need.Week, Month: need.Month, Zone: zone, Periods: need.PeriodList()}
 		for _, d := range need.Dims {
 			if _, ok := n.dims[d]; ok {
 				lc.Dims = append(lc.Dims, d)

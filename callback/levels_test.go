@@ -266,3 +266,34 @@ func TestLifetimeCaps(t *testing.T) {
 		}
 	}
 }
+
+// A cap of "this day and the 2 before" counts in day buckets kept 3 days
+// in the campaign's zone, and blocks once reached.
+func TestCapsOfSeveralPeriods(t *testing.T) {
+	s := startStack(t)
+	if code, _, body := s.do("PUT", "http://"+s.admin+"/v1/campaigns/np", `{"timezone":"Asia/Tokyo","caps":[
+		{"event":"imp","window":{"unit":"day","n":3},"limit":2},
+		{"event":"imp","window":{"unit":"week","n":4},"limit":20}]}`); code != 200 {
+		t.Fatalf("PUT: %d %s", code, body)
+	}
+	s.notice("/imp?cid=np&device=d&eid=np-1")
+	s.notice("/imp?cid=np&device=d&eid=np-2")
+	s.waitKey("freq:{imp:device:np:d}", 2, 10*time.Second)
+	s.waitSettled(10 * time.Second)
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, m, d := time.Now().In(tokyo).Date()
+	today := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix() / 86400
+	if n, err := s.rc.Do(t.Context(), s.rc.B().Hget().Key("pfreq:{imp:device:np:d}:days").Field(strconv.FormatInt(today, 10)).Build()).AsInt64(); err != nil || n != 2 {
+		t.Errorf("today's bucket in Tokyo = %d (%v), want 2", n, err)
+	}
+	if ms, err := s.rc.Do(t.Context(), s.rc.B().Pttl().Key("pfreq:{imp:device:np:d}:weeks").Build()).AsInt64(); err != nil || ms < 21*86400_000 || ms > 28*86400_000 {
+		t.Errorf("the week buckets live %d ms (%v), want the rest of this week and 3 more", ms, err)
+	}
+	v := s.decide("d", counting.Candidate{CID: "np"})[0]
+	if v.Allowed || v.Reason != "day_cap" || v.Cap == nil || v.Cap.Window.N != 3 || v.Count != 2 {
+		t.Errorf("after two impressions: %+v (cap %+v), want blocked by the 3-day cap", v, v.Cap)
+	}
+}

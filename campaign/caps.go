@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"maps"
 	"math"
 	"slices"
 
@@ -55,11 +56,11 @@ type CapBounds struct {
 func span(w Window) int64 {
 	switch w.Unit {
 	case UnitDay:
-		return 86400
+		return int64(w.N) * 86400
 	case UnitWeek:
-		return 7 * 86400
+		return int64(w.N) * 7 * 86400
 	case UnitMonth:
-		return 31 * 86400
+		return int64(w.N) * 31 * 86400
 	case UnitHours:
 		return int64(w.N) * 3600
 	case UnitLifetime:
@@ -177,8 +178,8 @@ func checkCap(c *Cap, b CapBounds, i int) error {
 			return apierr.Invalid("caps[%d].window.n must be 1 (or absent) for a lifetime", i)
 		}
 	case UnitDay, UnitWeek, UnitMonth:
-		if w.N != 1 {
-			return apierr.Invalid("caps[%d].window.n must be 1 for a %s (this one)", i, w.Unit)
+		if most := core.MaxPeriods[PeriodKinds[w.Unit]]; w.N < 1 || int64(w.N) > most {
+			return apierr.Invalid("caps[%d].window.n must be between 1 and %d for a %s (this one and the n-1 before)", i, most, w.Unit)
 		}
 	case UnitHours:
 		if w.N < 1 || w.N > b.MaxHours {
@@ -210,6 +211,20 @@ type Need struct {
 	// Lifetime: count until the campaign's end.
 	Lifetime bool     `json:"lifetime,omitempty"`
 	Dims     []string `json:"dims,omitempty"`
+	// Periods are the most natural periods of each unit (day, week,
+	// month) a cap reads, when more than this one.
+	Periods map[string]int `json:"periods,omitempty"`
+}
+
+// PeriodList is n's periods as a write names them, in unit order.
+func (n Need) PeriodList() []counting.Period {
+	var out []counting.Period
+	for _, u := range []string{UnitDay, UnitWeek, UnitMonth} {
+		if k := n.Periods[u]; k > 1 {
+			out = append(out, counting.Period{Unit: u, N: k})
+		}
+	}
+	return out
 }
 
 // Needs are, by event, what the caps at level need counted: the largest
@@ -228,16 +243,18 @@ func Needs(caps []Cap, level string) map[string]Need {
 
 // with is n and what cap c needs.
 func (n Need) with(c Cap) Need {
-	switch c.Window.Unit {
-	case UnitHours:
+	switch u := c.Window.Unit; {
+	case u == UnitHours:
 		n.Hours = max(n.Hours, c.Window.N)
-	case UnitMinutes, UnitSeconds:
+	case u == UnitMinutes, u == UnitSeconds:
 		n.PaceSec = seconds(c.Window)
-	case UnitWeek:
+	case PeriodKinds[u] != "" && c.Window.N > 1:
+		n = n.Union(Need{Periods: map[string]int{u: c.Window.N}})
+	case u == UnitWeek:
 		n.Week = true
-	case UnitMonth:
+	case u == UnitMonth:
 		n.Month = true
-	case UnitLifetime:
+	case u == UnitLifetime:
 		n.Lifetime = true
 	}
 	if !slices.Contains(n.Dims, c.Dim) {
@@ -255,6 +272,16 @@ func (n Need) Union(o Need) Need {
 		n.PaceSec = o.PaceSec
 	}
 	n.Week, n.Month, n.Lifetime = n.Week || o.Week, n.Month || o.Month, n.Lifetime || o.Lifetime
+	if len(o.Periods) > 0 {
+		ps := maps.Clone(n.Periods)
+		if ps == nil {
+			ps = map[string]int{}
+		}
+		for u, k := range o.Periods {
+			ps[u] = max(ps[u], k)
+		}
+		n.Periods = ps
+	}
 	for _, d := range o.Dims {
 		if !slices.Contains(n.Dims, d) {
 			n.Dims = append(slices.Clone(n.Dims), d)

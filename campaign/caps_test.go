@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/freqcap/freqcap/shared/counting"
 )
 
 func TestCheckCapsNamesTheField(t *testing.T) {
@@ -27,13 +29,15 @@ func TestCheckCapsNamesTheField(t *testing.T) {
 		"one exact window per level":                {caps: []Cap{{Window: Window{Unit: UnitMinutes, N: 10}, Limit: 1}, {Level: "creative", Window: Window{Unit: UnitSeconds, N: 60}, Limit: 1}}},
 		"an unknown event":                          {caps: []Cap{{Window: day, Limit: 1}, {Event: "click", Window: day, Limit: 1}}, want: "caps[1].event"},
 		"a limit of 0":                              {caps: []Cap{{Window: day, Limit: 0}}, want: "caps[0].limit"},
-		"two days":                                  {caps: []Cap{{Window: Window{Unit: UnitDay, N: 2}, Limit: 1}}, want: "caps[0].window.n"},
+		"two days":                                  {caps: []Cap{{Window: Window{Unit: UnitDay, N: 2}, Limit: 1}}},
+		"91 days":                                   {caps: []Cap{{Window: Window{Unit: UnitDay, N: 91}, Limit: 1}}, want: "caps[0].window.n must be between 1 and 90 for a day"},
 		"more hours than kept":                      {caps: []Cap{{Window: Window{Unit: UnitHours, N: 169}, Limit: 1}}, want: "caps[0].window.n must be between 1 and 168"},
 		"an exact window too long":                  {caps: []Cap{{Window: Window{Unit: UnitMinutes, N: 61}, Limit: 1}}, want: "caps[0].window.n"},
 		"a gap on hours":                            {caps: []Cap{{Window: Window{Unit: UnitHours, N: 1, MinGapSec: 5}, Limit: 1}}, want: "caps[0].window.minGapSec"},
 		"a gap longer than its window":              {caps: []Cap{{Window: Window{Unit: UnitSeconds, N: 60, MinGapSec: 61}, Limit: 1}}, want: "caps[0].window.minGapSec"},
 		"this week and this month":                  {caps: []Cap{{Window: Window{Unit: UnitWeek, N: 1}, Limit: 5}, {Window: Window{Unit: UnitMonth, N: 1}, Limit: 20}}},
-		"two weeks":                                 {caps: []Cap{{Window: Window{Unit: UnitWeek, N: 2}, Limit: 1}}, want: "caps[0].window.n must be 1 for a week"},
+		"two weeks":                                 {caps: []Cap{{Window: Window{Unit: UnitWeek, N: 2}, Limit: 1}}},
+		"25 months":                                 {caps: []Cap{{Window: Window{Unit: UnitMonth, N: 25}, Limit: 1}}, want: "caps[0].window.n must be between 1 and 24 for a month"},
 		"a lifetime without an end":                 {caps: []Cap{{Window: Window{Unit: "lifetime", N: 1}, Limit: 1}}, want: "caps[0].window: a lifetime cap needs the campaign's end"},
 		"a fortnight":                               {caps: []Cap{{Window: Window{Unit: "fortnight", N: 1}, Limit: 1}}, want: "caps[0].window.unit"},
 		"two exact windows of one event": {caps: []Cap{{Window: Window{Unit: UnitMinutes, N: 10}, Limit: 1}, {Window: Window{Unit: UnitSeconds, N: 60}, Limit: 1}},
@@ -63,6 +67,9 @@ func TestNeedsAreTheLargestWindowsByEvent(t *testing.T) {
 		{Event: "imp", Window: Window{Unit: UnitMinutes, N: 10}, Limit: 1},
 		{Event: "imp", Window: Window{Unit: UnitMonth, N: 1}, Limit: 30},
 		{Event: "billing", Window: Window{Unit: UnitWeek, N: 1}, Limit: 7},
+		{Event: "billing", Window: Window{Unit: UnitDay, N: 3}, Limit: 7},
+		{Event: "billing", Window: Window{Unit: UnitDay, N: 7}, Limit: 9},
+		{Event: "billing", Window: Window{Unit: UnitMonth, N: 2}, Limit: 9},
 	}
 	for i := range caps {
 		caps[i].Level, caps[i].Dim = LevelCampaign, "device"
@@ -70,8 +77,11 @@ func TestNeedsAreTheLargestWindowsByEvent(t *testing.T) {
 	caps = append(caps, Cap{Level: LevelAdvertiser, Event: "win", Dim: "bundle", Window: Window{Unit: UnitHours, N: 48}, Limit: 9})
 	got := Needs(caps, LevelCampaign)
 	dev := []string{"device"}
-	if !reflect.DeepEqual(got, map[string]Need{"win": {Hours: 24, Dims: dev}, "imp": {PaceSec: 600, Month: true, Dims: dev}, "billing": {Week: true, Dims: dev}}) {
+	if !reflect.DeepEqual(got, map[string]Need{"win": {Hours: 24, Dims: dev}, "imp": {PaceSec: 600, Month: true, Dims: dev}, "billing": {Week: true, Periods: map[string]int{"day": 7, "month": 2}, Dims: dev}}) {
 		t.Errorf("Needs at the campaign = %v", got)
+	}
+	if ps := got["billing"].PeriodList(); !reflect.DeepEqual(ps, []counting.Period{{Unit: "day", N: 7}, {Unit: "month", N: 2}}) {
+		t.Errorf("PeriodList = %v", ps)
 	}
 	adv := Needs(caps, LevelAdvertiser)
 	if !reflect.DeepEqual(adv, map[string]Need{"win": {Hours: 48, Dims: []string{"bundle"}}}) {

@@ -42,6 +42,9 @@ type Query struct {
 	// LifetimeEnd > 0 counts (and reads) the lifetime too, until then
 	// (unix seconds).
 	LifetimeEnd int64
+	// Periods count (and read) natural periods and the n-1 before; a
+	// write keeps n of each.
+	Periods []counting.Period
 	// EID is the event id of a write.
 	EID string
 	// Also are the other levels a write counts at (counting.LevelCount),
@@ -63,6 +66,7 @@ type Counts struct {
 	Pace        counting.Pace
 	Week, Month int64
 	Lifetime    int64
+	Periods     []int64 // in Query.Periods order
 }
 
 // Result is the answer for one Query. Counts line up with Query.Dims. Err is
@@ -99,6 +103,7 @@ const (
 	partWeek
 	partMonth
 	partLifetime
+	partPeriod
 )
 
 // items turns queries into items; refs say where each item's answer goes.
@@ -130,18 +135,28 @@ func (q *Query) items(its []counting.Item, refs []ref, qi int, write bool) ([]co
 		if q.LifetimeEnd > 0 {
 			add(counting.Spec{Kind: counting.Lifetime, Span: q.LifetimeEnd}, partLifetime, 0)
 		}
+		for p, pr := range q.Periods {
+			add(counting.Spec{Kind: PeriodKinds[pr.Unit], Span: int64(pr.N), Keep: int64(pr.N), Zone: q.Zone}, partPeriod, p)
+		}
 	}
 	return its, refs
 }
+
+// PeriodKinds are the core kinds of the units of counting.Period.
+var PeriodKinds = map[string]counting.Kind{UnitDay: counting.Days, UnitWeek: counting.Weeks, UnitMonth: counting.Months}
 
 // newResults makes zero results shaped after their queries.
 func newResults(qs []Query) []Result {
 	res := make([]Result, len(qs))
 	for i := range qs {
 		res[i].Counts = make([]Counts, len(qs[i].Dims))
-		if n := len(qs[i].Windows); n > 0 {
-			for j := range res[i].Counts {
+		n, np := len(qs[i].Windows), len(qs[i].Periods)
+		for j := range res[i].Counts {
+			if n > 0 {
 				res[i].Counts[j].Windows = make([]int64, n)
+			}
+			if np > 0 {
+				res[i].Counts[j].Periods = make([]int64, np)
 			}
 		}
 	}
@@ -164,6 +179,8 @@ func fill(res []Result, r ref, got *counting.Result) {
 		c.Month = got.Count
 	case partLifetime:
 		c.Lifetime = got.Count
+	case partPeriod:
+		c.Periods[r.w] = got.Count
 	}
 }
 
@@ -241,7 +258,7 @@ func withLevels(qs []Query) ([]Query, []int) {
 
 // size is how many items q becomes.
 func (q *Query) size() int {
-	n := 1 + len(q.Windows)
+	n := 1 + len(q.Windows) + len(q.Periods)
 	for _, on := range []bool{q.PaceWindowSec > 0, q.Week, q.Month, q.LifetimeEnd > 0} {
 		if on {
 			n++
@@ -460,6 +477,12 @@ func AnswerOf(q *Query, r *Result) counting.Answer {
 		}
 		if q.LifetimeEnd > 0 {
 			out.Lifetime = &c.Lifetime
+		}
+		if len(q.Periods) > 0 {
+			out.Periods = make(map[string]int64, len(q.Periods))
+			for p, pr := range q.Periods {
+				out.Periods[pr.Name()] = c.Periods[p]
+			}
 		}
 		a.Counts[dim.Name] = out
 	}

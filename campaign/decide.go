@@ -47,21 +47,7 @@ func (v Counters) Decide(ctx context.Context, ids map[string]string, cands []cou
 				at[key] = q
 				qs = append(qs, Query{CID: of, Level: levelOf(cp.Level), Event: cp.Event, Zone: d.Timezone, Dims: []Dim{{Name: cp.Dim, ID: id}}})
 			}
-			switch cp.Window.Unit {
-			case UnitHours:
-				if !slices.Contains(qs[q].Windows, cp.Window.N) {
-					qs[q].Windows = append(qs[q].Windows, cp.Window.N)
-					slices.Sort(qs[q].Windows)
-				}
-			case UnitMinutes, UnitSeconds:
-				qs[q].PaceWindowSec = seconds(cp.Window)
-			case UnitWeek:
-				qs[q].Week = true
-			case UnitMonth:
-				qs[q].Month = true
-			case UnitLifetime:
-				qs[q].LifetimeEnd, _ = d.EndUnix()
-			}
+			qs[q].reads(&cp, d)
 			refs[i][k] = ref{i, q}
 		}
 	}
@@ -77,6 +63,29 @@ func (v Counters) Decide(ctx context.Context, ids map[string]string, cands []cou
 		}
 	}
 	return out
+}
+
+// reads adds what cap cp reads to q, a read of its counter.
+func (q *Query) reads(cp *Cap, d *Declaration) {
+	switch u := cp.Window.Unit; {
+	case PeriodKinds[u] != "" && cp.Window.N > 1:
+		if p := (counting.Period{Unit: u, N: cp.Window.N}); !slices.Contains(q.Periods, p) {
+			q.Periods = append(q.Periods, p)
+		}
+	case u == UnitHours:
+		if !slices.Contains(q.Windows, cp.Window.N) {
+			q.Windows = append(q.Windows, cp.Window.N)
+			slices.Sort(q.Windows)
+		}
+	case u == UnitMinutes, u == UnitSeconds:
+		q.PaceWindowSec = seconds(cp.Window)
+	case u == UnitWeek:
+		q.Week = true
+	case u == UnitMonth:
+		q.Month = true
+	case u == UnitLifetime:
+		q.LifetimeEnd, _ = d.EndUnix()
+	}
 }
 
 // levelOf is a cap's level as a query's: "" for the campaign's own.
@@ -103,16 +112,19 @@ func judge(v *counting.Verdict, cp *Cap, q *Query, r *Result, nowMs int64) {
 	c := &r.Counts[0]
 	var count int64
 	var reason string
-	switch cp.Window.Unit {
-	case UnitDay:
+	switch u := cp.Window.Unit; {
+	case PeriodKinds[u] != "" && cp.Window.N > 1:
+		count = c.Periods[slices.Index(q.Periods, counting.Period{Unit: u, N: cp.Window.N})]
+		reason = map[string]string{UnitDay: ReasonDay, UnitWeek: ReasonWeek, UnitMonth: ReasonMonth}[u]
+	case u == UnitDay:
 		count, reason = c.Day, ReasonDay
-	case UnitWeek:
+	case u == UnitWeek:
 		count, reason = c.Week, ReasonWeek
-	case UnitMonth:
+	case u == UnitMonth:
 		count, reason = c.Month, ReasonMonth
-	case UnitLifetime:
+	case u == UnitLifetime:
 		count, reason = c.Lifetime, ReasonLifetime
-	case UnitHours:
+	case u == UnitHours:
 		count, reason = c.Windows[slices.Index(q.Windows, cp.Window.N)], ReasonWindow
 	default:
 		count, reason = c.Pace.Count, ReasonPaceLimit

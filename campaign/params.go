@@ -123,7 +123,7 @@ func IntParam(name, v string, lo, hi int) (int, error) {
 // FromItem turns a batch item into a query; field names in errors are
 // prefixed with the item's place, e.g. items[3].windowHours.
 func (p *Parser) FromItem(it counting.BatchItem, prefix string) (Query, error) {
-	q := Query{CID: it.CID, Event: it.Event, Level: it.Level, PaceWindowSec: it.PaceWindowSec, Week: it.Week, Month: it.Month, Zone: it.Zone, LifetimeEnd: it.LifetimeEnd, EID: it.EID}
+	q := Query{CID: it.CID, Event: it.Event, Level: it.Level, PaceWindowSec: it.PaceWindowSec, Week: it.Week, Month: it.Month, Zone: it.Zone, LifetimeEnd: it.LifetimeEnd, Periods: it.Periods, EID: it.EID}
 	if q.Event == "" {
 		q.Event = p.events[0]
 	}
@@ -174,7 +174,7 @@ func (p *Parser) ReadItem(it counting.BatchItem, i int) (Query, error) {
 // level turns one more level of a write into its query: its id, the
 // dimensions of q it names, its windows.
 func (p *Parser) level(q *Query, l counting.LevelCount, prefix string) (Query, error) {
-	a := Query{CID: l.ID, Event: q.Event, Level: l.Level, PaceWindowSec: l.PaceWindowSec, Week: l.Week, Month: l.Month, Zone: l.Zone, LifetimeEnd: l.LifetimeEnd}
+	a := Query{CID: l.ID, Event: q.Event, Level: l.Level, PaceWindowSec: l.PaceWindowSec, Week: l.Week, Month: l.Month, Zone: l.Zone, LifetimeEnd: l.LifetimeEnd, Periods: l.Periods}
 	if err := core.CheckLevel(&a.Level, prefix+"level"); err != nil {
 		return a, err
 	}
@@ -224,6 +224,44 @@ func (p *Parser) windowsOf(q *Query, hours []int, prefix string) error {
 	}
 	if q.LifetimeEnd < 0 {
 		return apierr.Invalid("%slifetimeEnd must be the campaign's end in unix seconds, or 0", prefix)
+	}
+	return checkPeriods(q.Periods, prefix)
+}
+
+// CheckWrite refuses what only reads may ask of q and its levels: more
+// than one hour window, or two periods of one unit (a write keeps the one
+// it names).
+func (q *Query) CheckWrite(prefix string) error {
+	for _, w := range append([]Query{*q}, q.Also...) {
+		if len(w.Windows) > 1 {
+			return apierr.Invalid("%swindowHours takes one window on writes (the largest of the caps)", prefix)
+		}
+		for i, p := range w.Periods {
+			if slices.IndexFunc(w.Periods, func(o counting.Period) bool { return o.Unit == p.Unit }) != i {
+				return apierr.Invalid("%speriods: one %s on writes (the longest of the caps)", prefix, p.Unit)
+			}
+		}
+	}
+	return nil
+}
+
+// checkPeriods validates the periods of a query: units day, week, month,
+// n from 2 to the periods kept, each named once.
+func checkPeriods(ps []counting.Period, prefix string) error {
+	if len(ps) > MaxWindows {
+		return apierr.Invalid("%speriods takes at most %d", prefix, MaxWindows)
+	}
+	for i, p := range ps {
+		kind, ok := PeriodKinds[p.Unit]
+		if !ok {
+			return apierr.Invalid("%speriods[%d].unit must be day, week or month", prefix, i)
+		}
+		if most := core.MaxPeriods[kind]; p.N < 2 || int64(p.N) > most {
+			return apierr.Invalid("%speriods[%d].n must be between 2 and %d (1 is the day, week or month itself)", prefix, i, most)
+		}
+		if slices.Index(ps, p) != i {
+			return apierr.Invalid("%speriods[%d] is named twice", prefix, i)
+		}
 	}
 	return nil
 }

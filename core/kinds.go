@@ -39,6 +39,9 @@ var kinds = map[counting.Kind]kind{
 	counting.Week:     naturalKind{unit: counting.Week},
 	counting.Month:    naturalKind{unit: counting.Month},
 	counting.Lifetime: lifetimeKind{},
+	counting.Days:     periodsKind{unit: counting.Days},
+	counting.Weeks:    periodsKind{unit: counting.Weeks},
+	counting.Months:   periodsKind{unit: counting.Months},
 	counting.Hours:    hoursKind{},
 	counting.Sliding:  slidingKind{},
 

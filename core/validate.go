@@ -77,23 +77,8 @@ func (l *Limits) Check(it *counting.Item, write bool, field string) error {
 	case sc.Campaign != "" && sc.Business != 0:
 		return apierr.Invalid("%sscope: give campaign or business, not both", field)
 	case sc.Campaign != "":
-		if !ids.ValidCID(sc.Campaign) {
-			return apierr.Invalid("%sscope.campaign must be %s", field, ids.CIDRule)
-		}
-		if err := CheckLevel(&sc.Level, field+"scope.level"); err != nil {
+		if err := l.checkCampaign(it, field); err != nil {
 			return err
-		}
-		if sc.Event == "" {
-			sc.Event = l.Events[0]
-		}
-		if !slices.Contains(l.Events, sc.Event) {
-			return apierr.Invalid("%sscope.event must be one of %v", field, l.Events)
-		}
-		if !slices.Contains(l.Dimensions, it.Subject.Dim) {
-			return apierr.Invalid("%ssubject.dim must be one of %v", field, l.Dimensions)
-		}
-		if !ids.ValidID(it.Subject.ID) {
-			return apierr.Invalid("%ssubject.id must be %s", field, ids.IDRule)
 		}
 	case sc.Business != 0:
 		if sc.Event != "" || sc.Level != "" || it.Subject.Dim != "" {
@@ -119,15 +104,49 @@ func (l *Limits) Check(it *counting.Item, write bool, field string) error {
 	case it.EventID != "" && !ids.ValidID(it.EventID):
 		return apierr.Invalid("%seventId must be %s", field, ids.IDRule)
 	}
-	if it.Spec.Zone != "" {
-		if z, ok := k.(interface{ zoned() bool }); !ok || !z.zoned() {
-			return apierr.Invalid("%sspec.zone is for natural periods (day, week, month)", field)
-		}
-		if _, err := LoadZone(it.Spec.Zone); err != nil {
-			return apierr.Invalid("%sspec.zone: %v", field, err)
-		}
+	if err := checkZone(k, it, field); err != nil {
+		return err
 	}
 	return k.check(it, l, field)
+}
+
+// checkCampaign validates the scope and subject of a campaign's (or a
+// level's) counter; the event defaults to the first.
+func (l *Limits) checkCampaign(it *counting.Item, field string) error {
+	sc := &it.Scope
+	if !ids.ValidCID(sc.Campaign) {
+		return apierr.Invalid("%sscope.campaign must be %s", field, ids.CIDRule)
+	}
+	if err := CheckLevel(&sc.Level, field+"scope.level"); err != nil {
+		return err
+	}
+	if sc.Event == "" {
+		sc.Event = l.Events[0]
+	}
+	switch {
+	case !slices.Contains(l.Events, sc.Event):
+		return apierr.Invalid("%sscope.event must be one of %v", field, l.Events)
+	case !slices.Contains(l.Dimensions, it.Subject.Dim):
+		return apierr.Invalid("%ssubject.dim must be one of %v", field, l.Dimensions)
+	case !ids.ValidID(it.Subject.ID):
+		return apierr.Invalid("%ssubject.id must be %s", field, ids.IDRule)
+	}
+	return nil
+}
+
+// checkZone validates an item's zone: a known one, for a kind of natural
+// periods.
+func checkZone(k kind, it *counting.Item, field string) error {
+	if it.Spec.Zone == "" {
+		return nil
+	}
+	if z, ok := k.(interface{ zoned() bool }); !ok || !z.zoned() {
+		return apierr.Invalid("%sspec.zone is for natural periods (day, week, month, days, weeks, months)", field)
+	}
+	if _, err := LoadZone(it.Spec.Zone); err != nil {
+		return apierr.Invalid("%sspec.zone: %v", field, err)
+	}
+	return nil
 }
 
 // kindNames lists the kinds, sorted, for error messages.

@@ -161,7 +161,6 @@ func (m *capModel) decide(now time.Time, cid, adv, dev string, caps []counting.C
 // the milliseconds since the last event) and how long it may block.
 func (m *capModel) blocks(now time.Time, cid, adv, dev string, cp *counting.Cap) (bool, int64, int64) {
 	nowMs, hour := now.UnixMilli(), now.Unix()/3600
-	y, mo, d := now.Date()
 	{
 		var count, last int64
 		for _, e := range m.events {
@@ -174,16 +173,9 @@ func (m *capModel) blocks(now time.Time, cid, adv, dev string, cp *counting.Cap)
 			}
 			at := time.UnixMilli(e.atMs).UTC()
 			switch cp.Window.Unit {
-			case campaign.UnitDay:
-				if y2, mo2, d2 := at.Date(); y2 == y && mo2 == mo && d2 == d {
-					count++
-				}
-			case campaign.UnitWeek:
-				if monday(at).Equal(monday(now)) {
-					count++
-				}
-			case campaign.UnitMonth:
-				if y2, mo2, _ := at.Date(); y2 == y && mo2 == mo {
+			case campaign.UnitDay, campaign.UnitWeek, campaign.UnitMonth:
+				// This period and the n-1 before, from the calendar.
+				if !at.Before(periodStart(now, time.UTC, campaign.PeriodKinds[cp.Window.Unit], cp.Window.N-1)) {
 					count++
 				}
 			case campaign.UnitLifetime:
@@ -206,7 +198,8 @@ func (m *capModel) blocks(now time.Time, cid, adv, dev string, cp *counting.Cap)
 		if gap := int64(cp.Window.MinGapSec) * 1000; gap > 0 && last > 0 && nowMs-last < gap {
 			return true, nowMs - last, int64(cp.Window.MinGapSec)
 		}
-		sec := map[string]int64{campaign.UnitLifetime: math.MaxInt64, campaign.UnitDay: 86400, campaign.UnitWeek: 7 * 86400, campaign.UnitMonth: 31 * 86400,
+		n := int64(cp.Window.N)
+		sec := map[string]int64{campaign.UnitLifetime: math.MaxInt64, campaign.UnitDay: n * 86400, campaign.UnitWeek: n * 7 * 86400, campaign.UnitMonth: n * 31 * 86400,
 			campaign.UnitHours: 3600 * int64(cp.Window.N), campaign.UnitMinutes: 60 * int64(cp.Window.N), campaign.UnitSeconds: int64(cp.Window.N)}[cp.Window.Unit]
 		return count >= cp.Limit, count, sec
 	}
@@ -233,6 +226,9 @@ func randomCaps(rng *rand.Rand, exact map[[2]string]counting.CapWindow) []counti
 			c.Window = counting.CapWindow{Unit: []string{campaign.UnitDay, campaign.UnitWeek, campaign.UnitMonth, campaign.UnitLifetime}[rng.IntN(4)], N: 1}
 			if c.Window.Unit == campaign.UnitLifetime && level != campaign.LevelCampaign {
 				c.Window.Unit = campaign.UnitMonth // a lifetime is a campaign's
+			}
+			if c.Window.Unit != campaign.UnitLifetime && rng.IntN(3) == 0 {
+				c.Window.N = 2 + rng.IntN(2) // this one and the one or two before
 			}
 			c.Limit += 8 + int64(rng.IntN(3))*6 // longer periods, larger limits
 		case 3:
@@ -278,6 +274,10 @@ func TestDecideAgreesWithModel(t *testing.T) {
 	for c := range 6 {
 		cid := fmt.Sprintf("m%d", c)
 		decls[cid] = &campaign.Declaration{Advertiser: fmt.Sprintf("a%d", c%2), End: "2027-06-30", Caps: randomCaps(rng, exact)}
+		if c == 5 { // one campaign with a lifetime cap for sure
+			decls[cid].Caps = append(decls[cid].Caps, counting.Cap{Level: campaign.LevelCampaign, Event: "win", Dim: "device",
+				Window: counting.CapWindow{Unit: campaign.UnitLifetime}, Limit: 9})
+		}
 		cands = append(cands, counting.Candidate{CID: cid})
 	}
 	m := &capModel{}
@@ -286,6 +286,9 @@ func TestDecideAgreesWithModel(t *testing.T) {
 	reasons := map[string]int{}
 	for step := range 1500 {
 		clk.Add(time.Duration(rng.IntN(60_000)) * time.Millisecond)
+		if step%150 == 149 {
+			clk.Add(9 * time.Hour) // across days, and now and then a week
+		}
 		dev := fmt.Sprintf("d%d", rng.IntN(6))
 		if rng.IntN(3) > 0 {
 			cid, ev := cands[rng.IntN(len(cands))].CID, []string{"win", "imp"}[rng.IntN(2)]
@@ -300,6 +303,9 @@ func TestDecideAgreesWithModel(t *testing.T) {
 		for _, g := range got {
 			if !g.Allowed && g.Cap.Level == campaign.LevelAdvertiser {
 				reasons["advertiser"]++
+			}
+			if !g.Allowed && g.Cap.Window.N > 1 && campaign.PeriodKinds[g.Cap.Window.Unit] != "" {
+				reasons["periods"]++
 			}
 			allowed, cp, count := m.decide(clk.Now(), g.CID, decls[g.CID].Advertiser, dev, decls[g.CID].Caps)
 			if g.Allowed != allowed || (cp == nil) != (g.Cap == nil) || cp != nil && (*cp != *g.Cap || count != g.Count) || g.Degraded || g.Code != 0 {
@@ -320,7 +326,7 @@ func TestDecideAgreesWithModel(t *testing.T) {
 	if blocked == 0 || blocked == decided || later == 0 {
 		t.Fatalf("%d of %d decisions blocked, %d by a cap after the first: the stream decides too little", blocked, decided, later)
 	}
-	for _, r := range []string{campaign.ReasonDay, campaign.ReasonWeek, campaign.ReasonMonth, campaign.ReasonLifetime, campaign.ReasonWindow, campaign.ReasonPaceLimit, campaign.ReasonPaceGap, "advertiser"} {
+	for _, r := range []string{campaign.ReasonDay, campaign.ReasonWeek, campaign.ReasonMonth, campaign.ReasonLifetime, campaign.ReasonWindow, campaign.ReasonPaceLimit, campaign.ReasonPaceGap, "advertiser", "periods"} {
 		if reasons[r] == 0 {
 			t.Errorf("no decision blocked by %s: %v", r, reasons)
 		}
@@ -342,6 +348,7 @@ func countedAsCallbackDoes(decls map[string]*campaign.Declaration, cid, ev, dev,
 	if need.Lifetime {
 		q.LifetimeEnd, _ = d.EndUnix()
 	}
+	q.Periods = need.PeriodList()
 	var adv campaign.Need
 	for _, o := range decls {
 		if o.Advertiser == d.Advertiser {
@@ -349,7 +356,8 @@ func countedAsCallbackDoes(decls map[string]*campaign.Declaration, cid, ev, dev,
 		}
 	}
 	if len(adv.Dims) > 0 {
-		a := campaign.Query{CID: d.Advertiser, Level: campaign.LevelAdvertiser, Dims: q.Dims, PaceWindowSec: adv.PaceSec, Week: adv.Week, Month: adv.Month}
+		a := campaign.Query{CID: d.Advertiser, Level: campaign.LevelAdvertiser, Dims: q.Dims, PaceWindowSec: adv.PaceSec, Week: adv.Week, Month: adv.Month,
+			Periods: adv.PeriodList()}
 		if adv.Hours > 0 {
 			a.Windows = []int{adv.Hours}
 		}

@@ -21,7 +21,7 @@ import (
 //
 //	{"code":0,"msg":"..","cid":"42","event":"win","windowHours":[2,24],
 //	 "paceWindowSec":600,"counts":{"device":{"day":3,"windows":{"2":1,"24":2},
-//	 "pace":{"count":1,"lastAt":1796210000123},"week":5,"month":9,"lifetime":11}},"degraded":false,"duplicate":true}
+//	 "pace":{"count":1,"lastAt":1796210000123},"week":5,"month":9,"lifetime":11,"periods":{"day:3":7}}},"degraded":false,"duplicate":true}
 type answer struct {
 	q         *campaign.Query
 	res       *campaign.Result
@@ -121,6 +121,21 @@ func (a *answer) appendCounts(b []byte, i int) []byte {
 	if q.LifetimeEnd > 0 {
 		b = append(b, `,"lifetime":`...)
 		b = strconv.AppendInt(b, c.Lifetime, 10)
+	}
+	if len(q.Periods) > 0 {
+		b = append(b, `,"periods":{`...)
+		for p, pr := range q.Periods {
+			if p > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, pr.Unit...)
+			b = append(b, ':')
+			b = strconv.AppendInt(b, int64(pr.N), 10)
+			b = append(b, `":`...)
+			b = strconv.AppendInt(b, c.Periods[p], 10)
+		}
+		b = append(b, '}')
 	}
 	return append(b, '}')
 }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
-	"slices"
 	"strconv"
 	"time"
 
@@ -212,8 +211,8 @@ func handleIncrBatch(log *slog.Logger, p *campaign.Parser, store campaign.Counte
 		for i, it := range req.Items {
 			prefix := fmt.Sprintf("items[%d].", i)
 			q, err := p.FromItem(it, prefix)
-			if err == nil && (len(q.Windows) > 1 || slices.ContainsFunc(q.Also, func(a campaign.Query) bool { return len(a.Windows) > 1 })) {
-				err = apierr.Invalid("%swindowHours takes one window on writes (the largest of the caps)", prefix)
+			if err == nil {
+				err = q.CheckWrite(prefix)
 			}
 			if err != nil {
 				answers[i] = answer{q: &campaign.Query{}, res: &campaign.Result{}, code: apierr.CodeOf(err), msg: err.Error()}

@@ -9,25 +9,9 @@
 --
 -- hits 0 reads (the event was counted before). Returns {sum}: the sum of
 -- fields h-N+1..h after the hits.
+-- Hour buckets are period buckets (days.lua) that keep R+1 hours and
+-- live that long.
 parts.hours = {bit = 2, run = function(key, hits, a)
-  local hour, keep, n = tonumber(a[1]), tonumber(a[2]), tonumber(a[3])
-  if hits > 0 then
-    local first = redis.call('HINCRBY', key, hour, hits) == hits
-    redis.call('PEXPIRE', key, (keep + 1) * 3600000)
-    -- Keep at most R+1 fields: drop the hours that left the retention.
-    -- Only a new hour field can push the hash past that, so only then look.
-    if first and redis.call('HLEN', key) > keep + 1 then
-      local oldest = hour - keep
-      for _, f in ipairs(redis.call('HKEYS', key)) do
-        if tonumber(f) < oldest then redis.call('HDEL', key, f) end
-      end
-    end
-  end
-  local fields = {}
-  for i = 1, n do fields[i] = hour - n + i end
-  local sum = 0
-  for _, v in ipairs(redis.call('HMGET', key, unpack(fields))) do
-    if v then sum = sum + tonumber(v) end
-  end
-  return {sum}
+  local keep = tonumber(a[2]) + 1
+  return parts.days.run(key, hits, {a[1], keep, a[3], keep * 3600000})
 end}

@@ -1,5 +1,7 @@
 package counting
 
+import "strconv"
+
 // The wire types of the campaign endpoints (/v1/incr, /v1/freq,
 // /v1/freq/batch, /v1/pace): views over items, one counter per dimension.
 
@@ -44,7 +46,21 @@ type Counts struct {
 	// Lifetime is the count since the first event, until the campaign's
 	// end, when asked for.
 	Lifetime *int64 `json:"lifetime,omitempty"`
+	// Periods are the sums of this natural period and the n-1 before,
+	// keyed "day:3", "week:4", "month:2", when asked for.
+	Periods map[string]int64 `json:"periods,omitempty"`
 }
+
+// Period is "this natural period and the N-1 before": Unit day, week or
+// month, N 2 or more. A write keeps N periods (the longest its caps
+// read).
+type Period struct {
+	Unit string `json:"unit"`
+	N    int    `json:"n"`
+}
+
+// Name is the period's key in Counts.Periods, "day:3".
+func (p Period) Name() string { return p.Unit + ":" + strconv.Itoa(p.N) }
 
 // Pace is the state of one exact sliding window.
 type Pace struct {
@@ -73,6 +89,9 @@ type BatchItem struct {
 	// LifetimeEnd > 0 counts (and reads) the campaign's lifetime too,
 	// until then (unix seconds).
 	LifetimeEnd int64 `json:"lifetimeEnd,omitempty"`
+	// Periods count (and read) this natural day, week or month and the
+	// n-1 before (writes: one per unit, its n the periods kept).
+	Periods []Period `json:"periods,omitempty"`
 	// EID is the event id of a write (POST /v1/incr/batch); reads refuse it.
 	EID string `json:"eid,omitempty"`
 	// Levels count a write at other levels of its campaign too (callback
@@ -95,6 +114,7 @@ type LevelCount struct {
 	Month         bool     `json:"month,omitempty"`
 	Zone          string   `json:"zone,omitempty"`
 	LifetimeEnd   int64    `json:"lifetimeEnd,omitempty"`
+	Periods       []Period `json:"periods,omitempty"`
 }
 
 // BatchRequest is the body of POST /v1/freq/batch.

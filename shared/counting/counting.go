@@ -19,6 +19,12 @@ const (
 	// the period's end, opened by the first hit. Span 1 (this one).
 	Week  Kind = "week"
 	Month Kind = "month"
+	// Days, Weeks and Months count this natural period and the Span-1
+	// before it, in the item's zone: a Hash of period buckets (field = the
+	// period's index), keeping Keep periods (at least Span).
+	Days   Kind = "days"
+	Weeks  Kind = "weeks"
+	Months Kind = "months"
 	// Lifetime counts a campaign's events until its end: a String with a
 	// TTL to the end, opened by the first hit; Span is the end in unix
 	// seconds.
@@ -131,6 +137,9 @@ type Spec struct {
 	Burst int64 `json:"burst,omitempty"`
 	// Capacity is how many units a LeakyBucket queues; 0 means Limit.
 	Capacity int64 `json:"capacity,omitempty"`
+	// Keep is how many periods a write of Days, Weeks or Months keeps (the
+	// longest its caps read); Span when smaller.
+	Keep int64 `json:"keep,omitempty"`
 	// Acquire makes a TokenBucket reserve and answer DelayMs instead of
 	// refusing while an earlier wait runs.
 	Acquire bool `json:"acquire,omitempty"`
