@@ -972,10 +972,10 @@ func TestDeclaredCapsDecideWhatIsCounted(t *testing.T) {
 		t.Errorf("counts of win: %+v, want the week at 1", win)
 	}
 	for body, want := range map[string]string{
-		`{"caps":[{"window":{"unit":"hours","n":500},"limit":1}]}`:                                                       "caps[0].window.n must be between 1 and 168",
-		`{"caps":[{"level":"advertiser","window":{"unit":"day","n":1},"limit":1}]}`:                                      "caps[0].level",
-		`{"caps":[{"window":{"unit":"day","n":1},"limit":1},{"event":"click","window":{"unit":"day","n":1},"limit":1}]}`: "caps[1].event",
-		`{"caps":[{"window":{"unit":"fortnight","n":1},"limit":1}]}`:                                                     "caps[0].window.unit",
+		`{"caps":[{"window":{"unit":"hours","n":500},"limit":1}]}`:                                                      "caps[0].window.n must be between 1 and 168",
+		`{"caps":[{"level":"advertiser","window":{"unit":"day","n":1},"limit":1}]}`:                                     "caps[0].level",
+		`{"caps":[{"window":{"unit":"day","n":1},"limit":1},{"event":"view","window":{"unit":"day","n":1},"limit":1}]}`: "caps[1].event",
+		`{"caps":[{"window":{"unit":"fortnight","n":1},"limit":1}]}`:                                                    "caps[0].window.unit",
 	} {
 		if code, _, got := s.do("PUT", url, body); code != 400 || !strings.Contains(got, want) {
 			t.Errorf("PUT %s: %d %s, want 400 naming %s", body, code, got, want)

@@ -157,7 +157,12 @@ func (h *noticeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.persist(w, r, n) {
 		return
 	}
-	if !h.asPixel {
+	if to := form.Get("to"); h.event == "click" && h.d.verifier != nil && isWebURL(to) {
+		// Signed, so never an open redirect: the bidder chose where.
+		http.Redirect(w, r, to, http.StatusFound)
+		return
+	}
+	if !h.asPixel || r.Method == http.MethodPost {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -167,6 +172,12 @@ func (h *noticeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Pragma", "no-cache")
 	hd.Set("Expires", "0")
 	_, _ = w.Write(pixel)
+}
+
+// isWebURL reports whether s is an absolute http(s) URL.
+func isWebURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
 }
 
 // refuse answers a notice refused for reason with err's code and status.

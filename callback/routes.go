@@ -15,12 +15,20 @@ func addPublicRoutes(r chi.Router, d deps) {
 	win := handleNotice(d, "win", false)
 	billing := handleNotice(d, "billing", false)
 	imp := handleNotice(d, "imp", true)
+	click := handleNotice(d, "click", true)
+	conv := handleNotice(d, "conv", true)
 	m := d.httpMetrics
 	r.Method(http.MethodGet, "/win", m.Route("/win", win))
 	r.Method(http.MethodPost, "/win", m.Route("/win", win))
 	r.Method(http.MethodGet, "/billing", m.Route("/billing", billing))
 	r.Method(http.MethodPost, "/billing", m.Route("/billing", billing))
 	r.Method(http.MethodGet, "/imp", m.Route("/imp", imp))
+	// Suppression events: a click (the click tracker; a signed "to" is
+	// where it sends the browser) and a conversion (a pixel on the
+	// advertiser's page, or a server-to-server POST).
+	r.Method(http.MethodGet, "/click", m.Route("/click", click))
+	r.Method(http.MethodGet, "/conv", m.Route("/conv", conv))
+	r.Method(http.MethodPost, "/conv", m.Route("/conv", conv))
 }
 
 // addAdminRoutes is the internal API: never expose it to exchanges.

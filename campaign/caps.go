@@ -37,6 +37,9 @@ const (
 	UnitSeconds  = "seconds"
 )
 
+// ThenBlock makes a cap a suppression (Cap.Then).
+const ThenBlock = "block"
+
 // MaxCaps bounds the caps of one campaign.
 const MaxCaps = 32
 
@@ -169,6 +172,8 @@ func checkCap(c *Cap, b CapBounds, i int) error {
 		return apierr.Invalid("caps[%d].dim must be one of %v", i, b.Dimensions)
 	case c.Limit < 1 || c.Limit > 1_000_000:
 		return apierr.Invalid("caps[%d].limit must be between 1 and 1000000", i)
+	case c.Then != "" && c.Then != ThenBlock:
+		return apierr.Invalid("caps[%d].then must be %q (a suppression) or absent", i, ThenBlock)
 	case w.MinGapSec < 0 || w.MinGapSec > 0 && seconds(w) == 0:
 		return apierr.Invalid("caps[%d].window.minGapSec is for exact windows (minutes, seconds), 0 or more", i)
 	}

@@ -134,17 +134,23 @@ func judge(v *counting.Verdict, cp *Cap, q *Query, r *Result, nowMs int64) {
 		}
 	}
 	if count >= cp.Limit {
+		if cp.Then == ThenBlock {
+			reason = ReasonSuppressed
+		}
 		block(v, cp, reason, count, span(cp.Window))
 	}
 }
 
 // block records that cp blocks the verdict, unless a stricter cap already
-// does: the strictest is the one that blocks longest, the one with the
-// longest window (for a minimum gap, the gap), the first declared of
-// equals.
+// does: a suppression before a frequency cap, then the one that blocks
+// longest, the one with the longest window (for a minimum gap, the gap),
+// the first declared of equals.
 func block(v *counting.Verdict, cp *Cap, reason string, count, spanSec int64) {
-	if !v.Allowed && v.Cap != nil && spanSec <= blocks(v) {
-		return
+	if !v.Allowed && v.Cap != nil {
+		was, is := v.Cap.Then == ThenBlock, cp.Then == ThenBlock
+		if was && !is || was == is && spanSec <= blocks(v) {
+			return
+		}
 	}
 	v.Allowed, v.Cap, v.Reason, v.Count = false, cp, reason, count
 }
@@ -159,13 +165,15 @@ func blocks(v *counting.Verdict) int64 {
 
 // How a cap blocks (counting.Verdict.Reason).
 const (
-	ReasonDay       = "day_cap"
-	ReasonWeek      = "week_cap"
-	ReasonMonth     = "month_cap"
-	ReasonLifetime  = "lifetime_cap"
-	ReasonWindow    = "window_cap"
-	ReasonPaceLimit = "pace_limit"
-	ReasonPaceGap   = "pace_gap"
+	ReasonDay      = "day_cap"
+	ReasonWeek     = "week_cap"
+	ReasonMonth    = "month_cap"
+	ReasonLifetime = "lifetime_cap"
+	// ReasonSuppressed is a suppression's (Cap.Then "block").
+	ReasonSuppressed = "suppressed"
+	ReasonWindow     = "window_cap"
+	ReasonPaceLimit  = "pace_limit"
+	ReasonPaceGap    = "pace_gap"
 )
 
 // Answer decides one bid request within timeout: the candidates'

@@ -183,9 +183,12 @@ const (
 	// LifetimeCap is a declared lifetime cap (DecideIDs): until the
 	// campaign's end.
 	LifetimeCap Reason = "lifetime_cap"
-	WindowCap   Reason = "window_cap"
-	PaceLimit   Reason = "pace_limit"
-	PaceGap     Reason = "pace_gap"
+	// Suppressed is a declared suppression (DecideIDs): a click or a
+	// conversion blocks the campaign for the cap's window.
+	Suppressed Reason = "suppressed"
+	WindowCap  Reason = "window_cap"
+	PaceLimit  Reason = "pace_limit"
+	PaceGap    Reason = "pace_gap"
 	// Unavailable blocks a candidate whose counts could not be read, only
 	// with Options.FailClosed.
 	Unavailable Reason = "unavailable"
@@ -402,6 +405,11 @@ type Notices struct {
 	Win     string // OpenRTB nurl
 	Billing string // OpenRTB burl
 	Imp     string // impression pixel
+	// Click and Conv are the suppression events: the click tracker (see
+	// NoticeSigner.ClickThrough for one that sends the browser on) and the
+	// conversion pixel (or server-to-server POST).
+	Click string
+	Conv  string
 }
 
 // NoticeURLs builds the notice URLs of callback at callbackURL
@@ -425,7 +433,8 @@ func NoticeURLs(callbackURL, cid string, ids Identities) Notices {
 	}
 	q.WriteString("&eid=" + AuctionEID)
 	query := q.String()
-	return Notices{Win: base + "/win" + query, Billing: base + "/billing" + query, Imp: base + "/imp" + query}
+	return Notices{Win: base + "/win" + query, Billing: base + "/billing" + query, Imp: base + "/imp" + query,
+		Click: base + "/click" + query, Conv: base + "/conv" + query}
 }
 
 // NoticeSigner builds signed notice URLs, for a callback that verifies
@@ -455,11 +464,34 @@ func (s NoticeSigner) URLs(cid string, ids Identities, requestID, impID string) 
 // empty): the creative is signed with the rest, and the notices count at
 // the creative's level too.
 func (s NoticeSigner) CreativeURLs(cid, crid string, ids Identities, requestID, impID string) (Notices, error) {
+	url, err := s.signer(cid, crid, ids, requestID, impID, "")
+	if err != nil {
+		return Notices{}, err
+	}
+	return Notices{Win: url("win"), Billing: url("billing"), Imp: url("imp"), Click: url("click"), Conv: url("conv")}, nil
+}
+
+// ClickThrough is the signed click tracker of a bid that sends the
+// browser on to landing (an http(s) URL, signed with the rest, so callback
+// is no open redirect): callback counts the click, then answers 302.
+func (s NoticeSigner) ClickThrough(cid, crid string, ids Identities, requestID, impID, landing string) (string, error) {
+	if u, err := url.Parse(landing); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return "", fmt.Errorf("freqcap client: the landing page %q is not an http(s) URL", landing)
+	}
+	url, err := s.signer(cid, crid, ids, requestID, impID, landing)
+	if err != nil {
+		return "", err
+	}
+	return url("click"), nil
+}
+
+// signer returns the signed URL of each event for one bid.
+func (s NoticeSigner) signer(cid, crid string, ids Identities, requestID, impID, landing string) (func(event string) string, error) {
 	if requestID == "" || impID == "" {
-		return Notices{}, fmt.Errorf("freqcap client: a signed notice needs the bid request id and imp id for its eid")
+		return nil, fmt.Errorf("freqcap client: a signed notice needs the bid request id and imp id for its eid")
 	}
 	if s.KeyID == "" || len(s.Secret) == 0 {
-		return Notices{}, fmt.Errorf("freqcap client: NoticeSigner needs KeyID and Secret")
+		return nil, fmt.Errorf("freqcap client: NoticeSigner needs KeyID and Secret")
 	}
 	now := time.Now
 	if s.Now != nil {
@@ -469,6 +501,9 @@ func (s NoticeSigner) CreativeURLs(cid, crid string, ids Identities, requestID, 
 	if crid != "" {
 		ps = append(ps, signing.Param{Name: "crid", Value: crid})
 	}
+	if landing != "" {
+		ps = append(ps, signing.Param{Name: "to", Value: landing})
+	}
 	for d, id := range ids {
 		if id != "" {
 			ps = append(ps, signing.Param{Name: d, Value: id})
@@ -476,18 +511,19 @@ func (s NoticeSigner) CreativeURLs(cid, crid string, ids Identities, requestID, 
 	}
 	base := strings.TrimRight(s.CallbackURL, "/")
 	// Each URL is signed for its own event: a pixel URL counts no win.
-	url := func(event string) string {
+	return func(event string) string {
 		ttl := s.TTL
 		if ttl <= 0 {
 			ttl = DefaultNoticeTTL[event]
 		}
 		return base + "/" + event + "?" + signing.SignQuery(s.KeyID, s.Secret, now().Add(ttl), event, ps)
-	}
-	return Notices{Win: url("win"), Billing: url("billing"), Imp: url("imp")}, nil
+	}, nil
 }
 
 // DefaultNoticeTTL is how long NoticeSigner's URLs stay valid by event,
 // callback's default CALLBACK_MAX_NOTICE_AGE: a win notice (nurl) comes
 // at the auction's end, billing and impressions when the ad shows, which
-// for a cached app ad may be hours later.
-var DefaultNoticeTTL = map[string]time.Duration{"win": 30 * time.Minute, "billing": 4 * time.Hour, "imp": 4 * time.Hour}
+// for a cached app ad may be hours later, a click within a day of the
+// impression, a conversion within 30 days of the click.
+var DefaultNoticeTTL = map[string]time.Duration{"win": 30 * time.Minute, "billing": 4 * time.Hour, "imp": 4 * time.Hour,
+	"click": 24 * time.Hour, "conv": 30 * 24 * time.Hour}

@@ -49,7 +49,7 @@ func (s *capsService) Decide(ctx context.Context, r *connect.Request[freqcapv1.D
 		pv := &freqcapv1.DecideVerdict{Cid: v.CID, Crid: v.CRID, Allowed: v.Allowed, Code: int32(v.Code), Msg: v.Msg, Reason: v.Reason,
 			Count: v.Count, Degraded: v.Degraded, Stale: v.Stale, AgeMs: v.AgeMs}
 		if c := v.Cap; c != nil {
-			pv.Cap = &freqcapv1.DeclaredCap{Level: c.Level, Event: c.Event, Dim: c.Dim, Limit: c.Limit,
+			pv.Cap = &freqcapv1.DeclaredCap{Level: c.Level, Event: c.Event, Dim: c.Dim, Limit: c.Limit, Then: c.Then,
 				Window: &freqcapv1.CapWindow{Unit: c.Window.Unit, N: int32(c.Window.N), MinGapSec: int32(c.Window.MinGapSec)}}
 		}
 		out.Results[i] = pv

@@ -26,7 +26,7 @@ type Config struct {
 	Timezone         string        `env:"COUNTER_TIMEZONE" envDefault:"UTC" help:"IANA zone whose midnight ends the natural day"`
 	Dimensions       string        `env:"COUNTER_DIMENSIONS" envDefault:"device,bundle,tagid" help:"dimension parameter names"`
 	CachedDims       string        `env:"COUNTER_CACHED_DIMENSIONS" envDefault:"bundle,tagid" help:"dimensions read through client-side caching (hot keys)"`
-	Events           string        `env:"COUNTER_EVENTS" envDefault:"win,billing,imp" help:"allowed events; the first is the default"`
+	Events           string        `env:"COUNTER_EVENTS" envDefault:"win,billing,imp,click,conv" help:"allowed events; the first is the default"`
 	MaxWindowHours   int           `env:"COUNTER_MAX_WINDOW_HOURS" envDefault:"168" help:"largest hour window, and the hours every hour hash keeps"`
 	MaxPaceWindowSec int           `env:"COUNTER_MAX_PACE_WINDOW_SEC" envDefault:"604800" help:"largest paceWindowSec / windowSec"`
 	MaxSpanSec       int           `env:"COUNTER_MAX_SPAN_SEC" envDefault:"2592000" help:"largest span of a seconds window (AddFreq TIME_UNIT_SEC)"`

@@ -215,7 +215,7 @@ func TestHTTPBadInputChangesNothing(t *testing.T) {
 		{"POST", "/v1/incr?cid=42&device=abc&windowHours=169", "", 400, "windowHours must be between 0 and 168"},
 		{"POST", "/v1/incr?cid=42&device=abc&windowHours=-1", "", 400, "windowHours must be between 0 and 168"},
 		{"POST", "/v1/incr?cid=42&device=abc&windowHours=x", "", 400, "windowHours must be between 0 and 168"},
-		{"POST", "/v1/incr?cid=42&device=abc&event=click", "", 400, "event must be one of"},
+		{"POST", "/v1/incr?cid=42&device=abc&event=view", "", 400, "event must be one of"},
 		{"POST", "/v1/incr?cid=42&device=abc&devise=x", "", 400, `unknown parameter "devise": the parameters are cid, event, eid, windowHours, paceWindowSec, week, month and the dimensions device, bundle, tagid`},
 		{"POST", "/v1/incr?cid=42&device=abc&device=def", "", 400, "device must be given once"},
 		{"POST", "/v1/incr?cid=42&device=a%20b", "", 400, "device must be 1-128 bytes"},

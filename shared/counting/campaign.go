@@ -185,6 +185,11 @@ type Cap struct {
 	Dim    string    `json:"dim,omitempty"`
 	Window CapWindow `json:"window"`
 	Limit  int64     `json:"limit"`
+	// Then is "block" for a suppression (after a click or a conversion,
+	// the candidate is blocked for the window once Limit is reached): the
+	// verdict's reason is then "suppressed", and it is named before any
+	// frequency cap that also blocks. Empty for a frequency cap.
+	Then string `json:"then,omitempty"`
 }
 
 // CapWindow is a cap's window: the natural day (unit day, n 1), the last

@@ -201,12 +201,15 @@ func (x *CapWindow) GetMinGapSec() int32 {
 // event in the window, per id of the dimension dim, at the level
 // (advertiser, io, campaign or creative).
 type DeclaredCap struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Level         string                 `protobuf:"bytes,1,opt,name=level,proto3" json:"level,omitempty"`
-	Event         string                 `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
-	Dim           string                 `protobuf:"bytes,3,opt,name=dim,proto3" json:"dim,omitempty"`
-	Window        *CapWindow             `protobuf:"bytes,4,opt,name=window,proto3" json:"window,omitempty"`
-	Limit         int64                  `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Level  string                 `protobuf:"bytes,1,opt,name=level,proto3" json:"level,omitempty"`
+	Event  string                 `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
+	Dim    string                 `protobuf:"bytes,3,opt,name=dim,proto3" json:"dim,omitempty"`
+	Window *CapWindow             `protobuf:"bytes,4,opt,name=window,proto3" json:"window,omitempty"`
+	Limit  int64                  `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	// "block" for a suppression (after a click or conversion): reason
+	// "suppressed", named before any frequency cap.
+	Then          string `protobuf:"bytes,6,opt,name=then,proto3" json:"then,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -276,6 +279,13 @@ func (x *DeclaredCap) GetLimit() int64 {
 	return 0
 }
 
+func (x *DeclaredCap) GetThen() string {
+	if x != nil {
+		return x.Then
+	}
+	return ""
+}
+
 // DecideVerdict answers one candidate: allowed, or the first declared cap
 // that blocks it.
 type DecideVerdict struct {
@@ -287,8 +297,8 @@ type DecideVerdict struct {
 	Code int32        `protobuf:"varint,3,opt,name=code,proto3" json:"code,omitempty"`
 	Msg  string       `protobuf:"bytes,4,opt,name=msg,proto3" json:"msg,omitempty"`
 	Cap  *DeclaredCap `protobuf:"bytes,5,opt,name=cap,proto3" json:"cap,omitempty"`
-	// how cap blocks: day_cap, week_cap, month_cap, lifetime_cap, window_cap, pace_limit
-	// or pace_gap.
+	// how cap blocks: day_cap, week_cap, month_cap, lifetime_cap, window_cap, pace_limit,
+	// pace_gap or suppressed.
 	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	// the blocking cap's count; for pace_gap, milliseconds since the last event.
 	Count    int64 `protobuf:"varint,7,opt,name=count,proto3" json:"count,omitempty"`
@@ -475,13 +485,14 @@ const file_freqcap_v1_caps_proto_rawDesc = "" +
 	"\tCapWindow\x12\x12\n" +
 	"\x04unit\x18\x01 \x01(\tR\x04unit\x12\f\n" +
 	"\x01n\x18\x02 \x01(\x05R\x01n\x12\x1e\n" +
-	"\vmin_gap_sec\x18\x03 \x01(\x05R\tminGapSec\"\x90\x01\n" +
+	"\vmin_gap_sec\x18\x03 \x01(\x05R\tminGapSec\"\xa4\x01\n" +
 	"\vDeclaredCap\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\tR\x05level\x12\x14\n" +
 	"\x05event\x18\x02 \x01(\tR\x05event\x12\x10\n" +
 	"\x03dim\x18\x03 \x01(\tR\x03dim\x12-\n" +
 	"\x06window\x18\x04 \x01(\v2\x15.freqcap.v1.CapWindowR\x06window\x12\x14\n" +
-	"\x05limit\x18\x05 \x01(\x03R\x05limit\"\x97\x02\n" +
+	"\x05limit\x18\x05 \x01(\x03R\x05limit\x12\x12\n" +
+	"\x04then\x18\x06 \x01(\tR\x04then\"\x97\x02\n" +
 	"\rDecideVerdict\x12\x10\n" +
 	"\x03cid\x18\x01 \x01(\tR\x03cid\x12\x18\n" +
 	"\aallowed\x18\x02 \x01(\bR\aallowed\x12\x12\n" +
