@@ -15,7 +15,14 @@ import (
 // decide asks the counter's POST /v1/decide for device dev.
 func (s *stack) decide(dev string, cands ...counting.Candidate) []counting.Verdict {
 	s.t.Helper()
-	b, _ := json.Marshal(counting.DecideRequest{Identities: map[string]string{"device": dev}, Candidates: cands})
+	return s.decideWith(counting.DecideRequest{Identities: map[string]string{"device": dev}, Candidates: cands})
+}
+
+// decideWith asks the counter's POST /v1/decide.
+func (s *stack) decideWith(req counting.DecideRequest) []counting.Verdict {
+	s.t.Helper()
+	cands := req.Candidates
+	b, _ := json.Marshal(req)
 	code, _, body := s.do("POST", "http://"+s.counterAddr+"/v1/decide", string(b))
 	var resp counting.DecideResponse
 	if err := json.Unmarshal([]byte(body), &resp); err != nil || code != 200 || len(resp.Results) != len(cands) {

@@ -103,6 +103,9 @@ func (d *Declaration) Check(b CapBounds) error {
 	if _, err := d.EndUnix(); err != nil {
 		return apierr.Invalid("%v", err)
 	}
+	if err := d.checkIdentities(b); err != nil {
+		return err
+	}
 	if len(d.Caps) > MaxCaps {
 		return apierr.Invalid("caps: at most %d", MaxCaps)
 	}
@@ -130,6 +133,27 @@ func (d *Declaration) Check(b CapBounds) error {
 			return apierr.Invalid("caps[%d].window: an exact window of %d s, where paceWindowSec is %d: one exact window per event", i, s, d.PaceWindowSec)
 		}
 		exact[key] = s
+	}
+	return nil
+}
+
+// NoBid and Bid are what a request without any of a campaign's
+// identities gets (Declaration.NoIdentity).
+const (
+	Bid   = "bid"
+	NoBid = "nobid"
+)
+
+// checkIdentities validates the identity types: known dimensions, each
+// once, and what a request without any of them gets.
+func (d *Declaration) checkIdentities(b CapBounds) error {
+	for i, t := range d.Identities {
+		if len(b.Dimensions) > 0 && !slices.Contains(b.Dimensions, t) || slices.Index(d.Identities, t) != i {
+			return apierr.Invalid("identities[%d] must be one of %v, each once", i, b.Dimensions)
+		}
+	}
+	if d.NoIdentity != "" && d.NoIdentity != Bid && d.NoIdentity != NoBid {
+		return apierr.Invalid("noIdentity must be %q (allowed, uncapped) or %q", Bid, NoBid)
 	}
 	return nil
 }

@@ -21,48 +21,83 @@ import (
 // a candidate without one is allowed with code 10002.
 func (v Counters) Decide(ctx context.Context, ids map[string]string, cands []counting.Candidate, decls map[string]*Declaration) []counting.Verdict {
 	out := make([]counting.Verdict, len(cands))
-	var qs []Query
-	type ref struct{ cand, q int }
-	var refs [][]ref // per candidate and cap: its query, -1 when nothing to count
-	refs = make([][]ref, len(cands))
+	p := plan{ids: ids, refs: make([][]int, len(cands))}
 	for i, c := range cands {
 		out[i] = counting.Verdict{CID: c.CID, CRID: c.CRID, Allowed: true}
 		d := decls[c.CID]
-		if d == nil {
+		switch {
+		case d == nil:
 			out[i].Code, out[i].Msg = apierr.KeyNotFound, "campaign "+c.CID+" is not known: nothing declared, allowed"
-			continue
-		}
-		at := map[[4]string]int{} // level, its id, event, dim -> query
-		refs[i] = make([]ref, len(d.Caps))
-		for k, cp := range d.Caps {
-			id, of := ids[cp.Dim], d.LevelID(cp.Level, c.CID, c.CRID)
-			if id == "" || of == "" {
-				refs[i][k] = ref{i, -1} // no such identity or creative: nothing counted
-				continue
-			}
-			key := [4]string{cp.Level, of, cp.Event, cp.Dim}
-			q, ok := at[key]
-			if !ok {
-				q = len(qs)
-				at[key] = q
-				qs = append(qs, Query{CID: of, Level: levelOf(cp.Level), Event: cp.Event, Zone: d.Timezone, Dims: []Dim{{Name: cp.Dim, ID: id}}})
-			}
-			qs[q].reads(&cp, d)
-			refs[i][k] = ref{i, q}
+		case !d.identified(ids) && d.NoIdentity == NoBid:
+			out[i].Allowed, out[i].Reason = false, ReasonNoIdentity
+		default:
+			p.refs[i] = p.add(c, d)
 		}
 	}
-	res := v.Read(ctx, qs)
+	res := v.Read(ctx, p.qs)
 	nowMs := v.Now().UnixMilli()
 	for i := range cands {
 		d := decls[cands[i].CID]
-		for k, r := range refs[i] {
-			if r.q < 0 {
-				continue
+		for k, q := range p.refs[i] {
+			if q >= 0 {
+				judge(&out[i], &d.Caps[k], &p.qs[q], &res[q], nowMs)
 			}
-			judge(&out[i], &d.Caps[k], &qs[r.q], &res[r.q], nowMs)
 		}
 	}
 	return out
+}
+
+// plan is the reads a decide makes: one query per counter its candidates'
+// caps read, and for each candidate and cap the query it reads (-1 when
+// the cap does not apply).
+type plan struct {
+	ids  map[string]string
+	qs   []Query
+	refs [][]int
+}
+
+// add plans the reads of candidate c's caps: a cap applies when the
+// request carries its dimension (of the identity types, only the one the
+// campaign caps the request under) and, at the creative level, a creative.
+func (p *plan) add(c counting.Candidate, d *Declaration) []int {
+	at := map[[4]string]int{} // level, its id, event, dim -> query
+	refs := make([]int, len(d.Caps))
+	ident := d.identity(p.ids)
+	for k, cp := range d.Caps {
+		id, of := p.ids[cp.Dim], d.LevelID(cp.Level, c.CID, c.CRID)
+		if id == "" || of == "" || cp.Dim != ident && slices.Contains(d.Identities, cp.Dim) {
+			refs[k] = -1
+			continue
+		}
+		key := [4]string{cp.Level, of, cp.Event, cp.Dim}
+		q, ok := at[key]
+		if !ok {
+			q = len(p.qs)
+			at[key] = q
+			p.qs = append(p.qs, Query{CID: of, Level: levelOf(cp.Level), Event: cp.Event, Zone: d.Timezone, Dims: []Dim{{Name: cp.Dim, ID: id}}})
+		}
+		p.qs[q].reads(&cp, d)
+		refs[k] = q
+	}
+	return refs
+}
+
+// identity is the identity type a request is capped under: the first of
+// the campaign's identities it carries ("" when none, or when the
+// campaign names none).
+func (d *Declaration) identity(ids map[string]string) string {
+	for _, t := range d.Identities {
+		if ids[t] != "" {
+			return t
+		}
+	}
+	return ""
+}
+
+// identified reports whether a request carries one of the campaign's
+// identities (always, for a campaign that names none).
+func (d *Declaration) identified(ids map[string]string) bool {
+	return len(d.Identities) == 0 || d.identity(ids) != ""
 }
 
 // reads adds what cap cp reads to q, a read of its counter.
@@ -169,6 +204,9 @@ const (
 	ReasonWeek     = "week_cap"
 	ReasonMonth    = "month_cap"
 	ReasonLifetime = "lifetime_cap"
+	// ReasonNoIdentity blocks a request that carries none of a campaign's
+	// identities, when the campaign says nobid.
+	ReasonNoIdentity = "no_identity"
 	// ReasonSuppressed is a suppression's (Cap.Then "block").
 	ReasonSuppressed = "suppressed"
 	ReasonWindow     = "window_cap"

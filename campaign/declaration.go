@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/freqcap/freqcap/core"
@@ -22,6 +23,15 @@ type Declaration struct {
 	// COUNTER_TIMEZONE when empty. The campaigns of one advertiser or io
 	// with caps there share it.
 	Timezone string `json:"timezone,omitempty"`
+	// Identities are the identity types (dimensions) the campaign caps
+	// on, in order of preference: a bid request is capped under the first
+	// it carries, by the caps on that type only (caps on other dimensions
+	// always apply). Empty: every cap applies to what the request carries.
+	Identities []string `json:"identities,omitempty"`
+	// NoIdentity is what a bid request with none of Identities gets:
+	// "bid" (allowed, uncapped; the default) or "nobid" (blocked, reason
+	// no_identity).
+	NoIdentity string `json:"noIdentity,omitempty"`
 	// End is when the campaign ends: an RFC 3339 instant
 	// (2027-01-31T23:00:00Z) or a date (2027-01-31: the end of that day
 	// in Timezone). Lifetime caps count until then.
@@ -95,8 +105,10 @@ func (d Declaration) Fields() []string {
 	if d.Caps == nil {
 		caps = []byte("[]")
 	}
+	idents := strings.Join(d.Identities, ",")
 	return []string{"winLimitHours", strconv.Itoa(d.WinLimitHours), "paceWindowSec", strconv.Itoa(d.PaceWindowSec), "caps", string(caps),
-		"advertiser", d.Advertiser, "io", d.IO, "timezone", d.Timezone, "end", d.End}
+		"advertiser", d.Advertiser, "io", d.IO, "timezone", d.Timezone, "end", d.End,
+		"identities", idents, "noIdentity", d.NoIdentity}
 }
 
 // Parse reads campaign cid's declaration from its hash fields (hand
@@ -110,6 +122,10 @@ func Parse(cid string, m map[string]string) (Declaration, error) {
 		}
 	}
 	d.Advertiser, d.IO, d.Timezone, d.End = m["advertiser"], m["io"], m["timezone"], m["end"]
+	if v := m["identities"]; v != "" {
+		d.Identities = strings.Split(v, ",")
+	}
+	d.NoIdentity = m["noIdentity"]
 	for field, dst := range map[string]*int{"winLimitHours": &d.WinLimitHours, "paceWindowSec": &d.PaceWindowSec} {
 		v, ok := m[field]
 		if !ok {

@@ -186,6 +186,9 @@ const (
 	// Suppressed is a declared suppression (DecideIDs): a click or a
 	// conversion blocks the campaign for the cap's window.
 	Suppressed Reason = "suppressed"
+	// NoIdentity is a request with none of the identities the campaign
+	// caps on, which the campaign does not bid on (noIdentity nobid).
+	NoIdentity Reason = "no_identity"
 	WindowCap  Reason = "window_cap"
 	PaceLimit  Reason = "pace_limit"
 	PaceGap    Reason = "pace_gap"

@@ -77,6 +77,9 @@ func (c *Client) DecideCreatives(ctx context.Context, ids Identities, cands []Cr
 		}
 		d.Unknown = v.Code == apierr.KeyNotFound
 		d.Stale, d.StaleMs = v.Stale, v.AgeMs
+		if !v.Allowed && v.Cap == nil { // a request without any of the campaign's identities
+			d.Allowed, d.Reason = false, Reason(v.Reason)
+		}
 		if v.Allowed || v.Cap == nil {
 			continue
 		}

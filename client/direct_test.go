@@ -290,7 +290,7 @@ func TestFetchSchemaFeedsDirectOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(s.Dimensions, ",") != "device,bundle,tagid" || s.Events[0] != "win" || s.MaxWindowHours != 168 {
+	if strings.Join(s.Dimensions, ",") != "device,bundle,tagid,ip_ua,household" || s.Events[0] != "win" || s.MaxWindowHours != 168 {
 		t.Errorf("schema: %+v", s)
 	}
 	if _, err := client.FetchSchema(context.Background(), counterURL, "wrong-token"); err == nil || !strings.Contains(err.Error(), "401") {

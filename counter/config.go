@@ -24,7 +24,7 @@ type Config struct {
 	RedisURL         string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379" help:"rueidis URL redis://[user:pass@]host:port[/db] (?addr= more seed nodes; Cluster is detected)"`
 	RedisPassword    string        `env:"REDIS_PASSWORD" help:"the Redis password, kept out of REDIS_URL (a password in REDIS_URL is used when this is empty)"`
 	Timezone         string        `env:"COUNTER_TIMEZONE" envDefault:"UTC" help:"IANA zone whose midnight ends the natural day"`
-	Dimensions       string        `env:"COUNTER_DIMENSIONS" envDefault:"device,bundle,tagid" help:"dimension parameter names"`
+	Dimensions       string        `env:"COUNTER_DIMENSIONS" envDefault:"device,bundle,tagid,ip_ua,household" help:"dimension parameter names: the identities (device, ip_ua, household) and what else is capped on"`
 	CachedDims       string        `env:"COUNTER_CACHED_DIMENSIONS" envDefault:"bundle,tagid" help:"dimensions read through client-side caching (hot keys)"`
 	Events           string        `env:"COUNTER_EVENTS" envDefault:"win,billing,imp,click,conv" help:"allowed events; the first is the default"`
 	MaxWindowHours   int           `env:"COUNTER_MAX_WINDOW_HOURS" envDefault:"168" help:"largest hour window, and the hours every hour hash keeps"`

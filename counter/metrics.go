@@ -49,6 +49,8 @@ func (m *metrics) decided(vs []counting.Verdict) {
 			result = "unknown"
 		case !v.Allowed && v.Cap != nil:
 			result, level, window = "blocked", v.Cap.Level, v.Cap.Window.Unit
+		case !v.Allowed:
+			result, window = "blocked", v.Reason // no_identity
 		}
 		m.verdicts.WithLabelValues(result, level, window).Inc()
 	}
