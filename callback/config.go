@@ -24,7 +24,7 @@ type Config struct {
 	RedisPassword      string        `env:"REDIS_PASSWORD" help:"the Redis password, kept out of REDIS_URL (a password in REDIS_URL is used when this is empty)"`
 	SchemaRefresh      time.Duration `env:"CALLBACK_SCHEMA_REFRESH" envDefault:"30s" help:"how often the counter's GET /v1/schema is read"`
 	SigningKeys        string        `env:"CALLBACK_SIGNING_KEYS" help:"kid:base64secret,... notice URLs must be signed with (several for rotation); none: notices are unauthenticated"`
-	MaxNoticeAge       string        `env:"CALLBACK_MAX_NOTICE_AGE" envDefault:"win:30m,billing:4h,imp:4h,click:24h,conv:720h" help:"how far ahead a signed notice's exp may be, per event (event:duration,...; one duration for every event); callback remembers each notice until its exp"`
+	MaxNoticeAge       string        `env:"CALLBACK_MAX_NOTICE_AGE" envDefault:"win:30m,billing:4h,imp:4h,click:24h,conv:720h,loss:30m" help:"how far ahead a signed notice's exp may be, per event (event:duration,...; one duration for every event); callback remembers each notice until its exp"`
 	AcceptV1           bool          `env:"CALLBACK_SIGNING_ACCEPT_V1" envDefault:"false" help:"also take version 1 signatures (no v=2), which do not cover the event, while bidders move to version 2"`
 	UnknownCamps       string        `env:"CALLBACK_UNKNOWN_CAMPAIGNS" help:"refuse or count notices of campaigns the admin API does not know (default: refuse with signing keys, else count)"`
 	SourceLimit        string        `env:"CALLBACK_SOURCE_LIMIT" help:"most notices one client IP may send this instance, <n>/<period> (e.g. 5000/1s); none: no limit"`

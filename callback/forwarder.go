@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -571,6 +572,12 @@ func (f *Forwarder) items(sch *counting.Schema, batch []entry) []counting.BatchI
 		n := e.n
 		it := counting.BatchItem{CID: n.cid, Event: n.event, Dims: n.dims, EID: n.eid}
 		camp := f.campaign(n)
+		if n.event == lossEvent {
+			items[i] = lost(sch, n, &camp)
+			continue
+		}
+		// A win ends its bid's reservation, in the same run as its count.
+		it.Release = len(sch.Events) > 0 && n.event == sch.Events[0]
 		need := camp.Need(n.event)
 		// A campaign stored beyond the counter's limits (while the counter
 		// was away) is served at them.
@@ -579,10 +586,27 @@ func (f *Forwarder) items(sch *counting.Schema, batch []entry) []counting.BatchI
 		if need.Lifetime {
 			it.LifetimeEnd, _ = camp.EndUnix()
 		}
-		it.Levels = f.levels(sch, n, &camp)
+		it.Levels = f.levels(sch, n, &camp, it.Release)
 		items[i] = it
 	}
 	return items
+}
+
+// lost is the write of a loss notice: the end of its bid's reservation
+// at every level of its campaign, on each of its dimensions, nothing
+// counted.
+func lost(sch *counting.Schema, n notice, camp *Campaign) counting.BatchItem {
+	it := counting.BatchItem{CID: n.cid, Dims: n.dims, EID: n.eid, Lost: true}
+	if len(sch.Events) > 0 {
+		it.Event = sch.Events[0]
+	}
+	dims := slices.Sorted(maps.Keys(n.dims))
+	for _, l := range counting.Levels {
+		if id := camp.LevelID(l, n.cid, n.crid); l != campaign.LevelCampaign && id != "" {
+			it.Levels = append(it.Levels, counting.LevelCount{Level: l, ID: id, Dims: dims})
+		}
+	}
+	return it
 }
 
 // windowsWithin are a need's hour window and exact window within the
@@ -599,35 +623,55 @@ func windowsWithin(sch *counting.Schema, need campaign.Need) ([]int, int) {
 // advertiser and io, in what the caps of all their campaigns need, and
 // its creative, in what its campaign's creative caps need; each in the
 // notice's dimensions those caps count.
-func (f *Forwarder) levels(sch *counting.Schema, n notice, camp *Campaign) []counting.LevelCount {
+func (f *Forwarder) levels(sch *counting.Schema, n notice, camp *Campaign, release bool) []counting.LevelCount {
 	var out []counting.LevelCount
 	for _, l := range counting.Levels {
 		id := camp.LevelID(l, n.cid, n.crid)
 		if l == campaign.LevelCampaign || id == "" {
 			continue
 		}
-		need, zone := campaign.Needs(camp.Caps, l)[n.event], camp.Timezone
-		if l != campaign.LevelCreative {
-			var parent campaign.Need
-			parent, zone = f.parentNeed(l, id, n, zone)
-			need = need.Union(parent)
+		lc := f.levelCount(sch, n, camp, l, id)
+		if len(lc.Dims) > 0 {
+			out = append(out, lc)
 		}
-		lc := counting.LevelCount{Level: l, ID: id, Week: need.Week, Month: need.Month, Zone: zone, Periods: need.PeriodList()}
-		for _, d := range need.Dims {
-			if _, ok := n.dims[d]; ok {
-				lc.Dims = append(lc.Dims, d)
-			}
-		}
-		if len(lc.Dims) == 0 {
+		if !release {
 			continue
 		}
-		lc.WindowHours, lc.PaceWindowSec = windowsWithin(sch, need)
-		if need.Lifetime && l == campaign.LevelCreative {
-			lc.LifetimeEnd, _ = camp.EndUnix()
+		// A win ends its bid's reservation on every dimension of every
+		// level, also where it counts nothing.
+		rest := counting.LevelCount{Level: l, ID: id, Lost: true}
+		for _, d := range slices.Sorted(maps.Keys(n.dims)) {
+			if !slices.Contains(lc.Dims, d) {
+				rest.Dims = append(rest.Dims, d)
+			}
 		}
-		out = append(out, lc)
+		if len(rest.Dims) > 0 {
+			out = append(out, rest)
+		}
 	}
 	return out
+}
+
+// levelCount is what a notice counts at level l (id): the notice's
+// dimensions the caps there count, in what they need.
+func (f *Forwarder) levelCount(sch *counting.Schema, n notice, camp *Campaign, l, id string) counting.LevelCount {
+	need, zone := campaign.Needs(camp.Caps, l)[n.event], camp.Timezone
+	if l != campaign.LevelCreative {
+		var parent campaign.Need
+		parent, zone = f.parentNeed(l, id, n, zone)
+		need = need.Union(parent)
+	}
+	lc := counting.LevelCount{Level: l, ID: id, Week: need.Week, Month: need.Month, Zone: zone, Periods: need.PeriodList()}
+	for _, d := range need.Dims {
+		if _, ok := n.dims[d]; ok {
+			lc.Dims = append(lc.Dims, d)
+		}
+	}
+	lc.WindowHours, lc.PaceWindowSec = windowsWithin(sch, need)
+	if need.Lifetime && l == campaign.LevelCreative {
+		lc.LifetimeEnd, _ = camp.EndUnix()
+	}
+	return lc
 }
 
 // parentNeed reads what a notice must be counted in at a parent, retrying

@@ -66,7 +66,7 @@ func parseNotice(event string, sch *counting.Schema, form url.Values) (notice, *
 	}
 	n.dims = candidates(sch, form)
 	if sch != nil {
-		if len(sch.Events) > 0 && !slices.Contains(sch.Events, event) {
+		if len(sch.Events) > 0 && !slices.Contains(sch.Events, event) && event != lossEvent {
 			return n, &rejection{"invalid", apierr.Invalid("the counter counts no %s events (it counts %s)", event, strings.Join(sch.Events, ", "))}
 		}
 		dims, rej := pickDimensions(sch, n.dims)
@@ -173,6 +173,10 @@ func (h *noticeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Expires", "0")
 	_, _ = w.Write(pixel)
 }
+
+// lossEvent is the notice of a lost bid: it releases the bid's
+// reservation and counts nothing.
+const lossEvent = "loss"
 
 // isWebURL reports whether s is an absolute http(s) URL.
 func isWebURL(s string) bool {

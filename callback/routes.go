@@ -17,6 +17,7 @@ func addPublicRoutes(r chi.Router, d deps) {
 	imp := handleNotice(d, "imp", true)
 	click := handleNotice(d, "click", true)
 	conv := handleNotice(d, "conv", true)
+	loss := handleNotice(d, lossEvent, false)
 	m := d.httpMetrics
 	r.Method(http.MethodGet, "/win", m.Route("/win", win))
 	r.Method(http.MethodPost, "/win", m.Route("/win", win))
@@ -29,6 +30,10 @@ func addPublicRoutes(r chi.Router, d deps) {
 	r.Method(http.MethodGet, "/click", m.Route("/click", click))
 	r.Method(http.MethodGet, "/conv", m.Route("/conv", conv))
 	r.Method(http.MethodPost, "/conv", m.Route("/conv", conv))
+	// A loss (OpenRTB lurl) ends the bid's reservation (POST /v1/reserve)
+	// before its TTL; nothing is counted.
+	r.Method(http.MethodGet, "/loss", m.Route("/loss", loss))
+	r.Method(http.MethodPost, "/loss", m.Route("/loss", loss))
 }
 
 // addAdminRoutes is the internal API: never expose it to exchanges.

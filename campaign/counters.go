@@ -45,6 +45,16 @@ type Query struct {
 	// Periods count (and read) natural periods and the n-1 before; a
 	// write keeps n of each.
 	Periods []counting.Period
+	// Reserved reads the in-flight bids too (Counts.Reserved), held in
+	// the tag of ReserveEvent.
+	Reserved bool
+	// Release makes a write (of ReserveEvent, a win) end the in-flight
+	// bid EID on its counters, in the same run as its count; Lost makes
+	// it only that (a loss notice), counting nothing.
+	Release, Lost bool
+	// ReserveEvent is the event whose tag holds in-flight bids: the
+	// counter's first (win).
+	ReserveEvent string
 	// EID is the event id of a write.
 	EID string
 	// Also are the other levels a write counts at (counting.LevelCount),
@@ -67,6 +77,7 @@ type Counts struct {
 	Week, Month int64
 	Lifetime    int64
 	Periods     []int64 // in Query.Periods order
+	Reserved    int64   // in-flight bids, when Query.Reserved
 }
 
 // Result is the answer for one Query. Counts line up with Query.Dims. Err is
@@ -104,20 +115,35 @@ const (
 	partMonth
 	partLifetime
 	partPeriod
+	partReserved
+	partRelease
 )
 
 // items turns queries into items; refs say where each item's answer goes.
 func (q *Query) items(its []counting.Item, refs []ref, qi int, write bool) ([]counting.Item, []ref) {
 	scope := counting.Scope{Campaign: q.CID, Event: q.Event, Level: q.Level}
+	held := counting.Scope{Campaign: q.CID, Event: q.ReserveEvent, Level: q.Level} // in-flight bids
 	for d, dim := range q.Dims {
 		subj := counting.Subject{Dim: dim.Name, ID: dim.ID}
 		add := func(spec counting.Spec, p part, w int) {
 			it := counting.Item{Scope: scope, Subject: subj, Spec: spec}
+			if p == partReserved || p == partRelease {
+				it.Scope = held
+			}
 			if write {
 				it.Hits, it.EventID = 1, q.EID
 			}
 			its = append(its, it)
 			refs = append(refs, ref{qi, d, p, w})
+		}
+		if write && (q.Release || q.Lost) {
+			add(counting.Spec{Kind: counting.Release}, partRelease, 0)
+		}
+		if q.Lost {
+			continue
+		}
+		if !write && q.Reserved {
+			add(counting.Spec{Kind: counting.Reserve}, partReserved, 0)
 		}
 		add(counting.Spec{Kind: counting.Day, Span: 1, Zone: q.Zone}, partDay, 0)
 		for w, hours := range q.Windows {
@@ -181,6 +207,8 @@ func fill(res []Result, r ref, got *counting.Result) {
 		c.Lifetime = got.Count
 	case partPeriod:
 		c.Periods[r.w] = got.Count
+	case partReserved:
+		c.Reserved = got.Count
 	}
 }
 
@@ -248,7 +276,8 @@ func withLevels(qs []Query) ([]Query, []int) {
 	}
 	for i := range qs {
 		for _, a := range qs[i].Also {
-			a.Event, a.EID = qs[i].Event, qs[i].EID
+			a.Event, a.EID, a.Release, a.ReserveEvent = qs[i].Event, qs[i].EID, qs[i].Release, qs[i].ReserveEvent
+			a.Lost = a.Lost || qs[i].Lost
 			all = append(all, a)
 			owner = append(owner, i)
 		}
@@ -259,7 +288,7 @@ func withLevels(qs []Query) ([]Query, []int) {
 // size is how many items q becomes.
 func (q *Query) size() int {
 	n := 1 + len(q.Windows) + len(q.Periods)
-	for _, on := range []bool{q.PaceWindowSec > 0, q.Week, q.Month, q.LifetimeEnd > 0} {
+	for _, on := range []bool{q.PaceWindowSec > 0, q.Week, q.Month, q.LifetimeEnd > 0, q.Reserved, q.Release || q.Lost} {
 		if on {
 			n++
 		}

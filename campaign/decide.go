@@ -20,8 +20,16 @@ import (
 // values when Redis is slow). decls holds each candidate's declaration;
 // a candidate without one is allowed with code 10002.
 func (v Counters) Decide(ctx context.Context, ids map[string]string, cands []counting.Candidate, decls map[string]*Declaration) []counting.Verdict {
+	return v.decide(ctx, &counting.DecideRequest{Identities: ids, Candidates: cands}, decls)
+}
+
+func (v Counters) decide(ctx context.Context, req *counting.DecideRequest, decls map[string]*Declaration) []counting.Verdict {
+	ids, cands := req.Identities, req.Candidates
 	out := make([]counting.Verdict, len(cands))
 	p := plan{ids: ids, refs: make([][]int, len(cands))}
+	if req.Reserved {
+		p.reserveEvent = v.Store.Limits().Events[0]
+	}
 	for i, c := range cands {
 		out[i] = counting.Verdict{CID: c.CID, CRID: c.CRID, Allowed: true}
 		d := decls[c.CID]
@@ -54,6 +62,8 @@ type plan struct {
 	ids  map[string]string
 	qs   []Query
 	refs [][]int
+	// reserveEvent, when set, adds in-flight bids (held in its tag).
+	reserveEvent string
 }
 
 // add plans the reads of candidate c's caps: a cap applies when the
@@ -74,7 +84,8 @@ func (p *plan) add(c counting.Candidate, d *Declaration) []int {
 		if !ok {
 			q = len(p.qs)
 			at[key] = q
-			p.qs = append(p.qs, Query{CID: of, Level: levelOf(cp.Level), Event: cp.Event, Zone: d.Timezone, Dims: []Dim{{Name: cp.Dim, ID: id}}})
+			p.qs = append(p.qs, Query{CID: of, Level: levelOf(cp.Level), Event: cp.Event, Zone: d.Timezone, Dims: []Dim{{Name: cp.Dim, ID: id}},
+				Reserved: p.reserveEvent != "", ReserveEvent: p.reserveEvent})
 		}
 		p.qs[q].reads(&cp, d)
 		refs[k] = q
@@ -168,6 +179,12 @@ func judge(v *counting.Verdict, cp *Cap, q *Query, r *Result, nowMs int64) {
 			return
 		}
 	}
+	if c.Reserved > 0 && cp.Then != ThenBlock {
+		// In-flight bids count toward every frequency cap of the counter:
+		// each may still become an event.
+		count += c.Reserved
+		v.Reserved = max(v.Reserved, c.Reserved)
+	}
 	if count >= cp.Limit {
 		if cp.Then == ThenBlock {
 			reason = ReasonSuppressed
@@ -227,7 +244,7 @@ func (v Counters) Answer(ctx context.Context, req *counting.DecideRequest, timeo
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	d := v.Declarations(ctx, cids)
-	out := v.Decide(ctx, req.Identities, req.Candidates, d.Decls)
+	out := v.decide(ctx, req, d.Decls)
 	for i := range out {
 		switch {
 		case d.Unread[out[i].CID]:

@@ -123,7 +123,8 @@ func IntParam(name, v string, lo, hi int) (int, error) {
 // FromItem turns a batch item into a query; field names in errors are
 // prefixed with the item's place, e.g. items[3].windowHours.
 func (p *Parser) FromItem(it counting.BatchItem, prefix string) (Query, error) {
-	q := Query{CID: it.CID, Event: it.Event, Level: it.Level, PaceWindowSec: it.PaceWindowSec, Week: it.Week, Month: it.Month, Zone: it.Zone, LifetimeEnd: it.LifetimeEnd, Periods: it.Periods, EID: it.EID}
+	q := Query{CID: it.CID, Event: it.Event, Level: it.Level, PaceWindowSec: it.PaceWindowSec, Week: it.Week, Month: it.Month, Zone: it.Zone, LifetimeEnd: it.LifetimeEnd, Periods: it.Periods, EID: it.EID,
+		Release: it.Release, Lost: it.Lost, ReserveEvent: p.events[0]}
 	if q.Event == "" {
 		q.Event = p.events[0]
 	}
@@ -143,8 +144,8 @@ func (p *Parser) FromItem(it counting.BatchItem, prefix string) (Query, error) {
 	if err := p.validate(&q, prefix); err != nil {
 		return q, err
 	}
-	if len(it.Levels) > len(counting.Levels) {
-		return q, apierr.Invalid("%slevels: at most %d", prefix, len(counting.Levels))
+	if len(it.Levels) > 2*len(counting.Levels) {
+		return q, apierr.Invalid("%slevels: at most %d", prefix, 2*len(counting.Levels))
 	}
 	for i, l := range it.Levels {
 		a, err := p.level(&q, l, fmt.Sprintf("%slevels[%d].", prefix, i))
@@ -174,7 +175,8 @@ func (p *Parser) ReadItem(it counting.BatchItem, i int) (Query, error) {
 // level turns one more level of a write into its query: its id, the
 // dimensions of q it names, its windows.
 func (p *Parser) level(q *Query, l counting.LevelCount, prefix string) (Query, error) {
-	a := Query{CID: l.ID, Event: q.Event, Level: l.Level, PaceWindowSec: l.PaceWindowSec, Week: l.Week, Month: l.Month, Zone: l.Zone, LifetimeEnd: l.LifetimeEnd, Periods: l.Periods}
+	a := Query{CID: l.ID, Event: q.Event, Level: l.Level, PaceWindowSec: l.PaceWindowSec, Week: l.Week, Month: l.Month, Zone: l.Zone, LifetimeEnd: l.LifetimeEnd, Periods: l.Periods,
+		Lost: l.Lost}
 	if err := core.CheckLevel(&a.Level, prefix+"level"); err != nil {
 		return a, err
 	}

@@ -55,6 +55,10 @@ type Options struct {
 	// (a larger request is refused): what one Redis serves inside the
 	// counter's 5 ms read deadline.
 	MaxBatch int
+	// CountReserved makes DecideIDs and DecideCreatives add the in-flight
+	// bids (Reserve) to the counts every cap compares with its limit, so
+	// concurrent auctions of one device do not all win against one count.
+	CountReserved bool
 }
 
 // withToken is hc (or a new client on base when nil) sending token.
@@ -75,6 +79,8 @@ func withToken(hc *http.Client, base http.RoundTripper, token string) *http.Clie
 type Client struct {
 	read       func(context.Context, *counting.BatchRequest) ([]counting.Answer, error)
 	decide     func(context.Context, *counting.DecideRequest) ([]counting.Verdict, error)
+	reserve    func(context.Context, *counting.ReserveRequest) ([]counting.ReserveAnswer, error)
+	reserved   bool // Options.CountReserved
 	close      func()
 	timeout    time.Duration
 	failClosed bool
@@ -93,13 +99,14 @@ func New(counterURL string, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("freqcap client: counter URL must be http(s)://host:port, got %q", counterURL)
 	}
 	c := newClient(opts)
-	h := &httpReader{batchURL: u.JoinPath("/v1/freq/batch").String(), decideURL: u.JoinPath("/v1/decide").String()}
+	h := &httpReader{batchURL: u.JoinPath("/v1/freq/batch").String(), decideURL: u.JoinPath("/v1/decide").String(),
+		reserveURL: u.JoinPath("/v1/reserve").String()}
 	h.http = withToken(opts.HTTPClient, &http.Transport{
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     90 * time.Second,
 	}, opts.Token)
-	c.read, c.decide = h.read, h.decide
+	c.read, c.decide, c.reserve = h.read, h.decide, h.reserveBid
 	return c, nil
 }
 
@@ -110,6 +117,7 @@ func newClient(opts Options) *Client {
 		close:      func() {},
 		timeout:    opts.Timeout,
 		failClosed: opts.FailClosed,
+		reserved:   opts.CountReserved,
 		limiter:    rate.NewLimiter(rate.Inf, 0),
 		now:        time.Now,
 	}
@@ -224,6 +232,9 @@ type Decision struct {
 	// declares nothing (allowed).
 	Declared *DeclaredCap
 	Unknown  bool
+	// Reserved is how many in-flight bids the counts included
+	// (Options.CountReserved).
+	Reserved int64
 }
 
 func (d Decision) String() string {
@@ -354,21 +365,32 @@ func (c *Client) degradeAll(out []Decision, refs []ref) {
 
 // httpReader reads counts with POST /v1/freq/batch.
 type httpReader struct {
-	batchURL, decideURL string
-	http                *http.Client
+	batchURL, decideURL, reserveURL string
+	http                            *http.Client
 }
 
 func (h *httpReader) read(ctx context.Context, req *counting.BatchRequest) ([]counting.Answer, error) {
-	var resp counting.BatchResponse
-	status, err := h.post(ctx, h.batchURL, req, &resp)
+	out, err := results[counting.Answer](ctx, h, h.batchURL, req)
+	if err == nil && len(out) != len(req.Items) {
+		return nil, fmt.Errorf("freqcap client: %d results for %d items", len(out), len(req.Items))
+	}
+	return out, err
+}
+
+// results posts req to url and answers the results of the counter's
+// {"code","msg","results"} answer; any other answer is an error.
+func results[T any](ctx context.Context, h *httpReader, url string, req any) ([]T, error) {
+	var resp struct {
+		Code    int    `json:"code"`
+		Msg     string `json:"msg"`
+		Results []T    `json:"results"`
+	}
+	status, err := h.post(ctx, url, req, &resp)
 	if err != nil {
 		return nil, err
 	}
 	if status != http.StatusOK || resp.Code != 0 {
 		return nil, fmt.Errorf("freqcap client: counter answered %d: code %d %s", status, resp.Code, resp.Msg)
-	}
-	if len(resp.Results) != len(req.Items) {
-		return nil, fmt.Errorf("freqcap client: %d results for %d items", len(resp.Results), len(req.Items))
 	}
 	return resp.Results, nil
 }
@@ -413,6 +435,9 @@ type Notices struct {
 	// conversion pixel (or server-to-server POST).
 	Click string
 	Conv  string
+	// Loss is the OpenRTB lurl: it ends the bid's reservation (Reserve)
+	// before its TTL; nothing is counted.
+	Loss string
 }
 
 // NoticeURLs builds the notice URLs of callback at callbackURL
@@ -437,7 +462,7 @@ func NoticeURLs(callbackURL, cid string, ids Identities) Notices {
 	q.WriteString("&eid=" + AuctionEID)
 	query := q.String()
 	return Notices{Win: base + "/win" + query, Billing: base + "/billing" + query, Imp: base + "/imp" + query,
-		Click: base + "/click" + query, Conv: base + "/conv" + query}
+		Click: base + "/click" + query, Conv: base + "/conv" + query, Loss: base + "/loss" + query}
 }
 
 // NoticeSigner builds signed notice URLs, for a callback that verifies
@@ -471,7 +496,7 @@ func (s NoticeSigner) CreativeURLs(cid, crid string, ids Identities, requestID, 
 	if err != nil {
 		return Notices{}, err
 	}
-	return Notices{Win: url("win"), Billing: url("billing"), Imp: url("imp"), Click: url("click"), Conv: url("conv")}, nil
+	return Notices{Win: url("win"), Billing: url("billing"), Imp: url("imp"), Click: url("click"), Conv: url("conv"), Loss: url("loss")}, nil
 }
 
 // ClickThrough is the signed click tracker of a bid that sends the
@@ -529,4 +554,4 @@ func (s NoticeSigner) signer(cid, crid string, ids Identities, requestID, impID,
 // for a cached app ad may be hours later, a click within a day of the
 // impression, a conversion within 30 days of the click.
 var DefaultNoticeTTL = map[string]time.Duration{"win": 30 * time.Minute, "billing": 4 * time.Hour, "imp": 4 * time.Hour,
-	"click": 24 * time.Hour, "conv": 30 * 24 * time.Hour}
+	"click": 24 * time.Hour, "conv": 30 * 24 * time.Hour, "loss": 30 * time.Minute}

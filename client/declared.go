@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
@@ -42,7 +41,7 @@ type Creative = counting.Candidate
 // the candidate's creative.
 func (c *Client) DecideCreatives(ctx context.Context, ids Identities, cands []Creative) ([]Decision, error) {
 	out := make([]Decision, len(cands))
-	req := counting.DecideRequest{Identities: ids, Candidates: cands}
+	req := counting.DecideRequest{Identities: ids, Candidates: cands, Reserved: c.reserved}
 	for i, cand := range cands {
 		out[i] = Decision{CID: cand.CID, CRID: cand.CRID, Allowed: true}
 	}
@@ -61,7 +60,7 @@ func (c *Client) DecideCreatives(ctx context.Context, ids Identities, cands []Cr
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	verdicts, err := splitCall(req.Candidates, c.maxBatch, func(part []counting.Candidate) ([]counting.Verdict, error) {
-		return c.decide(ctx, &counting.DecideRequest{Identities: ids, Candidates: part})
+		return c.decide(ctx, &counting.DecideRequest{Identities: ids, Candidates: part, Reserved: c.reserved})
 	})
 	if err != nil {
 		degradeAll()
@@ -76,7 +75,7 @@ func (c *Client) DecideCreatives(ctx context.Context, ids Identities, cands []Cr
 			continue
 		}
 		d.Unknown = v.Code == apierr.KeyNotFound
-		d.Stale, d.StaleMs = v.Stale, v.AgeMs
+		d.Stale, d.StaleMs, d.Reserved = v.Stale, v.AgeMs, v.Reserved
 		if !v.Allowed && v.Cap == nil { // a request without any of the campaign's identities
 			d.Allowed, d.Reason = false, Reason(v.Reason)
 		}
@@ -132,15 +131,7 @@ func splitCall[T, R any](items []T, most int, call func([]T) ([]R, error)) ([]R,
 
 // decide asks POST /v1/decide.
 func (h *httpReader) decide(ctx context.Context, req *counting.DecideRequest) ([]counting.Verdict, error) {
-	var resp counting.DecideResponse
-	status, err := h.post(ctx, h.decideURL, req, &resp)
-	if err != nil {
-		return nil, err
-	}
-	if status != http.StatusOK || resp.Code != 0 {
-		return nil, fmt.Errorf("freqcap client: counter answered %d: code %d %s", status, resp.Code, resp.Msg)
-	}
-	return resp.Results, nil
+	return results[counting.Verdict](ctx, h, h.decideURL, req)
 }
 
 // directDecide decides in this process as the counter's /v1/decide does.

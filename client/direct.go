@@ -30,6 +30,9 @@ type DirectOptions struct {
 	// CacheTTL is the longest a cached count lives, the counter's
 	// COUNTER_CACHE_TTL (10 s when 0).
 	CacheTTL time.Duration
+	// ReserveTTL is how long Reserve holds a bid, the counter's
+	// COUNTER_RESERVE_TTL (3s when 0).
+	ReserveTTL time.Duration
 	// StaleMax is how old a last-known count may be to answer when Redis
 	// does not answer in time (Decision.Stale), as the counter's
 	// COUNTER_STALE_MAX: 60 s when 0, none when negative.
@@ -77,6 +80,7 @@ func NewDirect(redisURL string, opts Options, d DirectOptions) (*Client, error) 
 		return out, nil
 	}
 	c.decide = directDecide(counters, parser, c.maxBatch)
+	c.reserve = directReserve(counters, parser, c.maxBatch, d.ReserveTTL)
 	c.close = func() { st.Close(); rdb.Close() }
 	return c, nil
 }

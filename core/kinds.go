@@ -42,6 +42,8 @@ var kinds = map[counting.Kind]kind{
 	counting.Days:     periodsKind{unit: counting.Days},
 	counting.Weeks:    periodsKind{unit: counting.Weeks},
 	counting.Months:   periodsKind{unit: counting.Months},
+	counting.Reserve:  reserveKind{},
+	counting.Release:  reserveKind{release: true},
 	counting.Hours:    hoursKind{},
 	counting.Sliding:  slidingKind{},
 

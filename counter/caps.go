@@ -19,7 +19,18 @@ type capsService struct {
 	campaigns   campaign.Counters
 	maxItems    int
 	readTimeout time.Duration
+	reserveTTL  time.Duration
 	m           *metrics
+}
+
+// reserve validates and holds one bid, counting the reservations.
+func (s *capsService) reserve(ctx context.Context, in *counting.ReserveRequest) ([]counting.ReserveAnswer, error) {
+	if err := s.parser.CheckReserve(in, s.maxItems); err != nil {
+		return nil, err
+	}
+	out := s.campaigns.Reserve(ctx, in, s.reserveTTL, s.readTimeout)
+	s.m.reserved(out)
+	return out, nil
 }
 
 // answer validates and decides one bid request, counting the verdicts.
@@ -36,7 +47,7 @@ var _ freqcapv1connect.CapsHandler = (*capsService)(nil)
 
 func (s *capsService) Decide(ctx context.Context, r *connect.Request[freqcapv1.DecideReq]) (*connect.Response[freqcapv1.DecideRsp], error) {
 	req := r.Msg
-	in := counting.DecideRequest{Identities: req.GetIdentities(), Candidates: make([]counting.Candidate, len(req.GetCandidates()))}
+	in := counting.DecideRequest{Identities: req.GetIdentities(), Candidates: make([]counting.Candidate, len(req.GetCandidates())), Reserved: req.GetReserved()}
 	for i, c := range req.GetCandidates() {
 		in.Candidates[i] = counting.Candidate{CID: c.GetCid(), CRID: c.GetCrid()}
 	}
@@ -46,7 +57,7 @@ func (s *capsService) Decide(ctx context.Context, r *connect.Request[freqcapv1.D
 	}
 	out := &freqcapv1.DecideRsp{Results: make([]*freqcapv1.DecideVerdict, len(verdicts))}
 	for i, v := range verdicts {
-		pv := &freqcapv1.DecideVerdict{Cid: v.CID, Crid: v.CRID, Allowed: v.Allowed, Code: int32(v.Code), Msg: v.Msg, Reason: v.Reason,
+		pv := &freqcapv1.DecideVerdict{Cid: v.CID, Crid: v.CRID, Reserved: v.Reserved, Allowed: v.Allowed, Code: int32(v.Code), Msg: v.Msg, Reason: v.Reason,
 			Count: v.Count, Degraded: v.Degraded, Stale: v.Stale, AgeMs: v.AgeMs}
 		if c := v.Cap; c != nil {
 			pv.Cap = &freqcapv1.DeclaredCap{Level: c.Level, Event: c.Event, Dim: c.Dim, Limit: c.Limit, Then: c.Then,

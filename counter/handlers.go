@@ -311,6 +311,25 @@ func handleSchema(s Settings) http.Handler {
 // handleDecide is POST /v1/decide: one bid request's identities and
 // candidate campaigns in, per candidate allowed or the declared cap that
 // blocks it, within the read deadline, failing open per candidate.
+// handleReserve is POST /v1/reserve: hold a bid on the counters its
+// candidates' caps read, within the read deadline (it sits on the bid
+// path); per candidate how many counters hold it, or Redis's code.
+func handleReserve(log *slog.Logger, caps *capsService) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req counting.ReserveRequest
+		if err := decodeBody(w, r, batchBody(caps.maxItems), &req, `{"identities":{...},"candidates":[{"cid":...}],"bid":...}`); err != nil {
+			httpjson.Error(w, r, log, err)
+			return
+		}
+		out, err := caps.reserve(r.Context(), &req)
+		if err != nil {
+			httpjson.Error(w, r, log, err)
+			return
+		}
+		httpjson.Write(w, http.StatusOK, counting.ReserveResponse{Msg: "ok", Results: out})
+	})
+}
+
 func handleDecide(log *slog.Logger, caps *capsService) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req counting.DecideRequest

@@ -24,6 +24,8 @@ type metrics struct {
 	limitChecks   *prometheus.CounterVec
 	staleReads    prometheus.Counter
 	verdicts      *prometheus.CounterVec
+	bases         *prometheus.CounterVec
+	reservations  *prometheus.CounterVec
 }
 
 // RedisError, Duplicate, Cache and StaleReads are what the core store
@@ -53,6 +55,31 @@ func (m *metrics) decided(vs []counting.Verdict) {
 			result, window = "blocked", v.Reason // no_identity
 		}
 		m.verdicts.WithLabelValues(result, level, window).Inc()
+		basis := "fresh"
+		switch {
+		case v.Degraded:
+			basis = "degraded"
+		case v.Stale:
+			basis = "stale"
+		case v.Reserved > 0:
+			basis = "reserved"
+		}
+		m.bases.WithLabelValues(basis).Inc()
+	}
+}
+
+// reserved counts a reservation's answers: held (on how many counters) or
+// failed.
+func (m *metrics) reserved(as []counting.ReserveAnswer) {
+	for _, a := range as {
+		switch {
+		case a.Code != 0:
+			m.reservations.WithLabelValues("failed").Inc()
+		case a.Counters == 0:
+			m.reservations.WithLabelValues("nothing_capped").Inc()
+		default:
+			m.reservations.WithLabelValues("held").Inc()
+		}
 	}
 }
 
@@ -95,8 +122,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "freqcap_counter_decide_verdicts_total",
 			Help: "Candidates of /v1/decide and Caps/Decide by result (allowed, blocked, degraded: allowed with counts unread, unknown: nothing declared) and, when blocked, the level and the window unit of the blocking cap.",
 		}, []string{"result", "level", "window"}),
+		bases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "freqcap_counter_decide_bases_total",
+			Help: "Decide verdicts by what their counts were: fresh, stale (last-known values: over-delivery possible by what was counted since), degraded (unread: allowed uncapped) or reserved (in-flight bids added).",
+		}, []string{"basis"}),
+		reservations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "freqcap_counter_reservations_total",
+			Help: "Candidates of /v1/reserve: held (on the counters their caps read), nothing_capped (a campaign without caps on these identities) or failed (Redis).",
+		}, []string{"result"}),
 	}
-	reg.MustRegister(m.degradedReads, m.cacheHits, m.cacheMisses, m.redisErrors, m.duplicates, m.limitChecks, m.staleReads, m.verdicts)
+	reg.MustRegister(m.degradedReads, m.cacheHits, m.cacheMisses, m.redisErrors, m.duplicates, m.limitChecks, m.staleReads, m.verdicts,
+		m.bases, m.reservations)
 	return m
 }
 

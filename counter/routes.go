@@ -24,6 +24,7 @@ func addRoutes(r chi.Router, d deps) {
 	r.Method(http.MethodGet, "/v1/freq", m.Route("/v1/freq", handleFreq(d.log, d.parser, d.campaigns, d.degrader)))
 	r.Method(http.MethodPost, "/v1/freq/batch", m.Route("/v1/freq/batch", handleFreqBatch(d.log, d.parser, d.campaigns, d.degrader, d.settings.MaxReadBatch)))
 	r.Method(http.MethodPost, "/v1/decide", m.Route("/v1/decide", handleDecide(d.log, d.caps)))
+	r.Method(http.MethodPost, "/v1/reserve", m.Route("/v1/reserve", handleReserve(d.log, d.caps)))
 	r.Method(http.MethodPost, "/v1/pace", m.Route("/v1/pace", handlePace(d.log, d.parser, d.campaigns, d.settings.WriteTimeout)))
 	r.Method(http.MethodPost, "/v1/items", m.Route("/v1/items", handleItems(d.log, d.limits, d.store, d.degrader, d.settings.MaxBatch, d.settings.WriteTimeout)))
 	r.Method(http.MethodPost, "/v1/limit", m.Route("/v1/limit", handleLimit(d.limiter)))

@@ -51,7 +51,7 @@ func NewServer(log *slog.Logger, s Settings, store *core.Store, m *metrics, reg 
 		gatherer:    reg,
 		httpMetrics: httpmetrics.New(reg, "counter"),
 	}
-	d.caps = &capsService{parser: d.parser, campaigns: d.campaigns, maxItems: s.MaxReadBatch, readTimeout: s.ReadTimeout, m: m}
+	d.caps = &capsService{parser: d.parser, campaigns: d.campaigns, maxItems: s.MaxReadBatch, readTimeout: s.ReadTimeout, reserveTTL: s.ReserveTTL, m: m}
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
 	// With COUNTER_AUTH_TOKENS, every route but the health checks takes a

@@ -94,6 +94,12 @@ type BatchItem struct {
 	Periods []Period `json:"periods,omitempty"`
 	// EID is the event id of a write (POST /v1/incr/batch); reads refuse it.
 	EID string `json:"eid,omitempty"`
+	// Release makes a write of the counter's first event (a win) end the
+	// in-flight bid whose id is its EID (POST /v1/reserve), in the same run
+	// as its count; Lost makes it only that (a loss notice), counting
+	// nothing. callback sets Release on wins and Lost on losses.
+	Release bool `json:"release,omitempty"`
+	Lost    bool `json:"lost,omitempty"`
 	// Levels count a write at other levels of its campaign too (callback
 	// sends the advertiser, io and creative its campaigns' caps need), each
 	// with the same event id, deduplicated per level. The answer's counts
@@ -115,6 +121,9 @@ type LevelCount struct {
 	Zone          string   `json:"zone,omitempty"`
 	LifetimeEnd   int64    `json:"lifetimeEnd,omitempty"`
 	Periods       []Period `json:"periods,omitempty"`
+	// Lost makes this level only end the in-flight bid (a win's, on the
+	// dimensions the level counts nothing on), counting nothing.
+	Lost bool `json:"lost,omitempty"`
 }
 
 // BatchRequest is the body of POST /v1/freq/batch.
@@ -205,6 +214,9 @@ type CapWindow struct {
 // identities by dimension and the candidate campaigns, whose declared
 // caps the counter reads itself.
 type DecideRequest struct {
+	// Reserved adds the in-flight bids (POST /v1/reserve) to the counts
+	// every cap compares with its limit.
+	Reserved   bool              `json:"reserved,omitempty"`
 	Identities map[string]string `json:"identities"`
 	Candidates []Candidate       `json:"candidates"`
 }
@@ -239,6 +251,38 @@ type Verdict struct {
 	Degraded bool  `json:"degraded,omitempty"`
 	Stale    bool  `json:"stale,omitempty"`
 	AgeMs    int64 `json:"ageMs,omitempty"`
+	// Reserved is the most in-flight bids added to a count it compared
+	// (DecideRequest.Reserved).
+	Reserved int64 `json:"reserved,omitempty"`
+}
+
+// ReserveRequest holds in-flight bids (POST /v1/reserve): the bid id
+// Bid (its notices' eid) reserved on every counter the candidates' caps
+// read for these identities, for TTLMs (the counter's
+// COUNTER_RESERVE_TTL when 0), until its win counts it, its loss or the
+// TTL releases it. A decide with Reserved counts it meanwhile.
+type ReserveRequest struct {
+	Identities map[string]string `json:"identities"`
+	Candidates []Candidate       `json:"candidates"`
+	Bid        string            `json:"bid"`
+	TTLMs      int64             `json:"ttlMs,omitempty"`
+}
+
+// ReserveAnswer answers one candidate of a ReserveRequest: Counters is
+// how many counters now hold the bid (0 for a campaign that declares
+// nothing, or caps none of these identities); Code is Redis's failure.
+type ReserveAnswer struct {
+	CID      string `json:"cid"`
+	Code     int    `json:"code"`
+	Msg      string `json:"msg,omitempty"`
+	Counters int    `json:"counters"`
+}
+
+// ReserveResponse answers a ReserveRequest, one answer per candidate.
+type ReserveResponse struct {
+	Code    int             `json:"code"`
+	Msg     string          `json:"msg"`
+	Results []ReserveAnswer `json:"results"`
 }
 
 // DecideResponse answers a DecideRequest, one verdict per candidate in

@@ -25,6 +25,13 @@ const (
 	Days   Kind = "days"
 	Weeks  Kind = "weeks"
 	Months Kind = "months"
+	// Reserve holds in-flight bids of a counter (its tag): a hit reserves
+	// the bid whose id is the item's EventID for Span milliseconds, a read
+	// answers how many are live. Release (a hit) ends the bid EventID: in
+	// the same write as its win, the reservation becomes the count exactly
+	// once.
+	Reserve Kind = "reserve"
+	Release Kind = "release"
 	// Lifetime counts a campaign's events until its end: a String with a
 	// TTL to the end, opened by the first hit; Span is the end in unix
 	// seconds.

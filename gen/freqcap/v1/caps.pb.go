@@ -27,9 +27,12 @@ const (
 // DecideReq is one bid request: its identities by dimension (e.g.
 // "device") and the candidate campaigns.
 type DecideReq struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Identities    map[string]string      `protobuf:"bytes,1,rep,name=identities,proto3" json:"identities,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Candidates    []*DecideCandidate     `protobuf:"bytes,2,rep,name=candidates,proto3" json:"candidates,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Identities map[string]string      `protobuf:"bytes,1,rep,name=identities,proto3" json:"identities,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Candidates []*DecideCandidate     `protobuf:"bytes,2,rep,name=candidates,proto3" json:"candidates,omitempty"`
+	// add the bids in flight (POST /v1/reserve) to every count a cap
+	// compares with its limit.
+	Reserved      bool `protobuf:"varint,3,opt,name=reserved,proto3" json:"reserved,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -76,6 +79,13 @@ func (x *DecideReq) GetCandidates() []*DecideCandidate {
 		return x.Candidates
 	}
 	return nil
+}
+
+func (x *DecideReq) GetReserved() bool {
+	if x != nil {
+		return x.Reserved
+	}
+	return false
 }
 
 // DecideCandidate is one campaign that could answer the bid request.
@@ -304,9 +314,11 @@ type DecideVerdict struct {
 	Count    int64 `protobuf:"varint,7,opt,name=count,proto3" json:"count,omitempty"`
 	Degraded bool  `protobuf:"varint,8,opt,name=degraded,proto3" json:"degraded,omitempty"`
 	// decided on last-known declarations or counts, age_ms old at most.
-	Stale         bool   `protobuf:"varint,9,opt,name=stale,proto3" json:"stale,omitempty"`
-	AgeMs         int64  `protobuf:"varint,10,opt,name=age_ms,json=ageMs,proto3" json:"age_ms,omitempty"`
-	Crid          string `protobuf:"bytes,11,opt,name=crid,proto3" json:"crid,omitempty"`
+	Stale bool   `protobuf:"varint,9,opt,name=stale,proto3" json:"stale,omitempty"`
+	AgeMs int64  `protobuf:"varint,10,opt,name=age_ms,json=ageMs,proto3" json:"age_ms,omitempty"`
+	Crid  string `protobuf:"bytes,11,opt,name=crid,proto3" json:"crid,omitempty"`
+	// the most bids in flight added to a count it compared (reserved).
+	Reserved      int64 `protobuf:"varint,12,opt,name=reserved,proto3" json:"reserved,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -418,6 +430,13 @@ func (x *DecideVerdict) GetCrid() string {
 	return ""
 }
 
+func (x *DecideVerdict) GetReserved() int64 {
+	if x != nil {
+		return x.Reserved
+	}
+	return 0
+}
+
 // DecideRsp holds one verdict per candidate, in order.
 type DecideRsp struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -468,14 +487,15 @@ var File_freqcap_v1_caps_proto protoreflect.FileDescriptor
 const file_freqcap_v1_caps_proto_rawDesc = "" +
 	"\n" +
 	"\x15freqcap/v1/caps.proto\x12\n" +
-	"freqcap.v1\"\xce\x01\n" +
+	"freqcap.v1\"\xea\x01\n" +
 	"\tDecideReq\x12E\n" +
 	"\n" +
 	"identities\x18\x01 \x03(\v2%.freqcap.v1.DecideReq.IdentitiesEntryR\n" +
 	"identities\x12;\n" +
 	"\n" +
 	"candidates\x18\x02 \x03(\v2\x1b.freqcap.v1.DecideCandidateR\n" +
-	"candidates\x1a=\n" +
+	"candidates\x12\x1a\n" +
+	"\breserved\x18\x03 \x01(\bR\breserved\x1a=\n" +
 	"\x0fIdentitiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"7\n" +
@@ -492,7 +512,7 @@ const file_freqcap_v1_caps_proto_rawDesc = "" +
 	"\x03dim\x18\x03 \x01(\tR\x03dim\x12-\n" +
 	"\x06window\x18\x04 \x01(\v2\x15.freqcap.v1.CapWindowR\x06window\x12\x14\n" +
 	"\x05limit\x18\x05 \x01(\x03R\x05limit\x12\x12\n" +
-	"\x04then\x18\x06 \x01(\tR\x04then\"\x97\x02\n" +
+	"\x04then\x18\x06 \x01(\tR\x04then\"\xb3\x02\n" +
 	"\rDecideVerdict\x12\x10\n" +
 	"\x03cid\x18\x01 \x01(\tR\x03cid\x12\x18\n" +
 	"\aallowed\x18\x02 \x01(\bR\aallowed\x12\x12\n" +
@@ -505,7 +525,8 @@ const file_freqcap_v1_caps_proto_rawDesc = "" +
 	"\x05stale\x18\t \x01(\bR\x05stale\x12\x15\n" +
 	"\x06age_ms\x18\n" +
 	" \x01(\x03R\x05ageMs\x12\x12\n" +
-	"\x04crid\x18\v \x01(\tR\x04crid\"@\n" +
+	"\x04crid\x18\v \x01(\tR\x04crid\x12\x1a\n" +
+	"\breserved\x18\f \x01(\x03R\breserved\"@\n" +
 	"\tDecideRsp\x123\n" +
 	"\aresults\x18\x01 \x03(\v2\x19.freqcap.v1.DecideVerdictR\aresults2C\n" +
 	"\x04Caps\x12;\n" +

@@ -1,0 +1,21 @@
+-- reserve.lua: in-flight bids, a part of count.lua. Kind reserve. Bit 256
+-- in the dedupe set (a bid is reserved once per bid id).
+--
+-- key   rsv:{<tag>}  ZSet, member = bid id, score = unix ms it expires
+-- a[1]  now, unix ms
+-- a[2]  the bid id
+-- a[3]  milliseconds the reservation lasts (> 0)
+--
+-- hits 0 reads. Returns {n}: the reservations live after the hit (expired
+-- ones are pruned on every write).
+parts.reserve = {bit = 256, run = function(key, hits, a)
+  local now = tonumber(a[1])
+  if hits > 0 then
+    local exp = now + tonumber(a[3])
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+    redis.call('ZADD', key, exp, a[2])
+    local ttl = redis.call('PTTL', key)
+    if ttl < tonumber(a[3]) then redis.call('PEXPIRE', key, a[3]) end
+  end
+  return {redis.call('ZCOUNT', key, '(' .. now, '+inf')}
+end}
