@@ -169,7 +169,7 @@ func run(ctx context.Context) error {
 // the throughput scenarios, each right after a baseline run; then
 // redis-benchmark of the write script.
 func (st *stack) round(ctx context.Context, rep *report, round int) error {
-	for _, name := range []string{"latency-baseline", "latency-hot", "latency-cold", "latency-win", "latency-freeze", "decide-50-http", "decide-50-direct", "decide-50-ids-http", "decide-50-ids-direct"} {
+	for _, name := range []string{"latency-baseline", "latency-hot", "latency-cold", "latency-win", "latency-freeze", "decide-50-http", "decide-50-direct", "decide-50-ids-http", "decide-50-ids-direct", "overshoot"} {
 		if !st.s.wants(name) {
 			continue
 		}
@@ -180,6 +180,8 @@ func (st *stack) round(ctx context.Context, rep *report, round int) error {
 			res, err = st.freeze(ctx)
 		case "decide-50-http", "decide-50-direct", "decide-50-ids-http", "decide-50-ids-direct":
 			res, err = st.decide(ctx, name)
+		case "overshoot":
+			res, err = st.overshoot(ctx, round)
 		default:
 			res, err = st.constantRate(ctx, name, round)
 		}
