@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -49,21 +50,34 @@ func declaredCaps(i int) string {
 // declare stores declaredCaps for every candidate through the admin API.
 func (st *stack) declare(ctx context.Context, cids []string) error {
 	for i, cid := range cids {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut, st.adminURL+"/v1/campaigns/"+cid, strings.NewReader(declaredCaps(i)))
-		if err != nil {
+		if err := st.putCampaign(ctx, cid, declaredCaps(i)); err != nil {
 			return err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode/100 != 2 {
-			return fmt.Errorf("declare caps of %s: %s", cid, resp.Status)
 		}
 	}
 	return nil
+}
+
+// putCampaign stores campaign cid's declaration (JSON) through the admin API.
+func (st *stack) putCampaign(ctx context.Context, cid, body string) error {
+	resp, err := sendJSON(ctx, http.MethodPut, st.adminURL+"/v1/campaigns/"+cid, []byte(body))
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("declare caps of %s: %s", cid, resp.Status)
+	}
+	return nil
+}
+
+// sendJSON sends a JSON body; the caller closes the answer's body.
+func sendJSON(ctx context.Context, method, url string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return http.DefaultClient.Do(req)
 }
 
 // decideClient is the client a decide run calls with: direct (reading
