@@ -112,3 +112,34 @@ func TestDecideIDsDirectAgreesWithHTTP(t *testing.T) {
 		}
 	}
 }
+
+// A bid reserved over HTTP is counted by a direct client's decide and one
+// reserved in-process by the counter's, each only when asked to count
+// reservations; the bid's win, written with release, turns it into the
+// count.
+func TestReserveDirectAndHTTPAlike(t *testing.T) {
+	declareCaps(t, "rs", []client.DeclaredCap{{Level: "campaign", Event: "win", Dim: "device", Limit: 1,
+		Window: counting.CapWindow{Unit: "day", N: 1}}})
+	viaHTTP := newClient(t, client.Options{CountReserved: true})
+	direct := newDirect(t, redisURL, client.Options{CountReserved: true}, client.DirectOptions{})
+	plain := newClient(t, client.Options{})
+	ctx := context.Background()
+	for i, c := range []struct{ reserve, decide *client.Client }{{viaHTTP, direct}, {direct, viaHTTP}} {
+		dev := fmt.Sprintf("rs-dev-%d", i)
+		ids := client.Identities{"device": dev}
+		got, err := c.reserve.Reserve(ctx, ids, []client.Creative{{CID: "rs"}}, "bid-"+dev, 0)
+		if err != nil || len(got) != 1 || got[0].Counters != 1 {
+			t.Fatalf("case %d: Reserve: %+v %v", i, got, err)
+		}
+		if d, err := c.decide.DecideIDs(ctx, ids, []string{"rs"}); err != nil || d[0].Allowed || d[0].Reserved != 1 {
+			t.Errorf("case %d: decide counting reservations: %+v %v, want blocked on 1 reserved", i, d, err)
+		}
+		if d, _ := plain.DecideIDs(ctx, ids, []string{"rs"}); !d[0].Allowed {
+			t.Errorf("case %d: decide not counting reservations: %+v, want allowed", i, d)
+		}
+		countBatch(t, []counting.BatchItem{{CID: "rs", Dims: map[string]string{"device": dev}, EID: "bid-" + dev, Release: true}})
+		if d, err := c.decide.DecideIDs(ctx, ids, []string{"rs"}); err != nil || d[0].Allowed || d[0].Reserved != 0 || d[0].Count != 1 {
+			t.Errorf("case %d: after the win: %+v %v, want blocked by the count alone", i, d, err)
+		}
+	}
+}
