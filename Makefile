@@ -5,7 +5,7 @@ SERVICES := counter callback
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -modified)
 LDFLAGS := -s -w -X github.com/freqcap/freqcap/shared/buildinfo.Commit=$(COMMIT)
 
-.PHONY: help test test-cluster run smoke-run dashboard-check fuzz build bench gobench lint docker-check test-tools redis-server proto proto-check
+.PHONY: help test test-cluster run smoke-run dashboard-check fuzz build bench bench-instructions gobench lint docker-check test-tools redis-server proto proto-check
 
 # Code generation for proto/: pinned tools, installed into bin/tools.
 BUF_VERSION := v1.75.0
@@ -45,6 +45,11 @@ build:
 bench: test-tools
 	@command -v wrk >/dev/null 2>&1 || { echo "wrk is required: apt-get install -y wrk"; exit 1; }
 	$(GO) run ./bench
+
+## bench-instructions: redis-server instructions per notice, read and limiter check, counted under valgrind's callgrind (about 2 min)
+bench-instructions:
+	@command -v valgrind >/dev/null 2>&1 || { echo "valgrind is required: apt-get install -y valgrind"; exit 1; }
+	$(GO) run ./bench/instructions
 
 ## gobench: Go benchmarks of the store, parsing and handlers
 gobench: test-tools

@@ -783,7 +783,9 @@ func (e *refusedError) Error() string {
 func (f *Forwarder) attempt(batch []entry, items []counting.BatchItem) (attemptResult, error) {
 	ctx, cancel := context.WithTimeout(f.ctx, f.s.ForwardTimeout)
 	defer cancel()
-	body, err := gojson.Marshal(counting.BatchRequest{Items: items})
+	// Quiet: callback reads each item's code and duplicate, nothing else,
+	// so the counter computes no counts.
+	body, err := gojson.Marshal(counting.BatchRequest{Items: items, Quiet: true})
 	if err != nil {
 		return attemptResult{}, backoff.Permanent(err)
 	}

@@ -55,6 +55,9 @@ type Query struct {
 	// ReserveEvent is the event whose tag holds in-flight bids: the
 	// counter's first (win).
 	ReserveEvent string
+	// Quiet makes a write answer its code and whether it was a duplicate
+	// only: no counts are computed (callback's forwarding reads no more).
+	Quiet bool
 	// EID is the event id of a write.
 	EID string
 	// Also are the other levels a write counts at (counting.LevelCount),
@@ -131,7 +134,7 @@ func (q *Query) items(its []counting.Item, refs []ref, qi int, write bool) ([]co
 				it.Scope = held
 			}
 			if write {
-				it.Hits, it.EventID = 1, q.EID
+				it.Hits, it.EventID, it.Quiet = 1, q.EID, q.Quiet
 			}
 			its = append(its, it)
 			refs = append(refs, ref{qi, d, p, w})
@@ -277,7 +280,7 @@ func withLevels(qs []Query) ([]Query, []int) {
 	for i := range qs {
 		for _, a := range qs[i].Also {
 			a.Event, a.EID, a.Release, a.ReserveEvent = qs[i].Event, qs[i].EID, qs[i].Release, qs[i].ReserveEvent
-			a.Lost = a.Lost || qs[i].Lost
+			a.Lost, a.Quiet = a.Lost || qs[i].Lost, qs[i].Quiet
 			all = append(all, a)
 			owner = append(owner, i)
 		}

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 
@@ -67,15 +66,12 @@ func (k periodsKind) write(it *counting.Item, e *env) writing {
 		strconv.FormatInt(keep, 10),
 		strconv.FormatInt(it.Spec.Span, 10),
 		strconv.FormatInt(ceilMs(end.Sub(e.now)).Milliseconds(), 10),
+		quiet(it),
 	}}
 }
 
-func (periodsKind) wrote(_ *counting.Item, _ *env, v []int64, r *counting.Result) error {
-	if len(v) != 2 {
-		return fmt.Errorf("periods part returned %d values", len(v))
-	}
-	r.Count, r.Duplicate = v[0], v[1] == 1
-	return nil
+func (k periodsKind) wrote(it *counting.Item, _ *env, v []int64, r *counting.Result) error {
+	return wroteBuckets(string(k.unit), it, v, r)
 }
 
 func (periodsKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {

@@ -101,6 +101,8 @@ func (l *Limits) Check(it *counting.Item, write bool, field string) error {
 		return apierr.Invalid("%shits must be 0 on a read", field)
 	case !write && it.EventID != "":
 		return apierr.Invalid("%seventId is only accepted on writes", field)
+	case !write && it.Quiet:
+		return apierr.Invalid("%squiet is only accepted on writes", field)
 	case it.EventID != "" && !ids.ValidID(it.EventID):
 		return apierr.Invalid("%seventId must be %s", field, ids.IDRule)
 	}

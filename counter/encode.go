@@ -30,6 +30,7 @@ type answer struct {
 	read      bool // reads carry "degraded"
 	degraded  bool
 	duplicate bool
+	quiet     bool // a quiet write: code, msg and duplicate only
 }
 
 func (a *answer) appendJSON(b []byte) []byte {
@@ -40,6 +41,12 @@ func (a *answer) appendJSON(b []byte) []byte {
 		msg, _ := json.Marshal(a.msg)
 		b = append(b, `,"msg":`...)
 		b = append(b, msg...)
+	}
+	if a.quiet {
+		if a.duplicate {
+			b = append(b, `,"duplicate":true`...)
+		}
+		return append(b, '}')
 	}
 	b = append(b, `,"cid":"`...)
 	b = append(b, q.CID...)

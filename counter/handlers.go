@@ -214,8 +214,9 @@ func handleIncrBatch(log *slog.Logger, p *campaign.Parser, store campaign.Counte
 			if err == nil {
 				err = q.CheckWrite(prefix)
 			}
+			q.Quiet = req.Quiet
 			if err != nil {
-				answers[i] = answer{q: &campaign.Query{}, res: &campaign.Result{}, code: apierr.CodeOf(err), msg: err.Error()}
+				answers[i] = answer{q: &campaign.Query{}, res: &campaign.Result{}, code: apierr.CodeOf(err), msg: err.Error(), quiet: req.Quiet}
 				continue
 			}
 			qs = append(qs, q)
@@ -226,7 +227,7 @@ func handleIncrBatch(log *slog.Logger, p *campaign.Parser, store campaign.Counte
 			res, errs := store.IncrBatch(ctx, qs)
 			cancel()
 			for k, i := range at {
-				answers[i] = answer{q: &qs[k], res: &res[k], duplicate: res[k].Duplicate}
+				answers[i] = answer{q: &qs[k], res: &res[k], duplicate: res[k].Duplicate, quiet: req.Quiet}
 				if errs[k] != nil {
 					answers[i].code, answers[i].msg, answers[i].duplicate = apierr.CodeOf(errs[k]), errs[k].Error(), false
 				}

@@ -517,6 +517,34 @@ func TestHTTPIncrBatchAnswersPerItem(t *testing.T) {
 	}
 }
 
+// A quiet batch (callback's forwarding) answers each item's code and
+// duplicate only, and counts exactly as a batch that answers counts.
+func TestHTTPQuietIncrBatchCountsTheSame(t *testing.T) {
+	srv := redistest.Start(t)
+	base := startCounter(t, srv.URL())
+	body := `{"quiet":true,"items":[
+		{"cid":"42","dims":{"device":"q1","bundle":"b1"},"windowHours":[3],"periods":[{"unit":"day","n":3}],"eid":"e1"},
+		{"cid":"4:2","dims":{"device":"q1"}},
+		{"cid":"42","dims":{"device":"q1","bundle":"b1"},"windowHours":[3],"periods":[{"unit":"day","n":3}],"eid":"e1"},
+		{"cid":"42","dims":{"device":"q1","bundle":"b1"},"windowHours":[3],"periods":[{"unit":"day","n":3}],"eid":"e2"}]}`
+	code, m := call(t, "POST", base+"/v1/incr/batch", body)
+	if code != 200 {
+		t.Fatalf("%d %v", code, m)
+	}
+	expect(t, m, map[string]any{"results.0.code": 0, "results.1.code": 10003, "results.2.code": 0, "results.2.duplicate": true, "results.3.code": 0})
+	for i := range 4 {
+		if r, _ := path(m, fmt.Sprintf("results.%d", i)).(map[string]any); r["counts"] != nil || r["cid"] != nil {
+			t.Errorf("quiet result %d: %v, want its code and duplicate only", i, r)
+		}
+	}
+	_, m = call(t, "POST", base+"/v1/freq/batch", `{"items":[{"cid":"42","dims":{"device":"q1","bundle":"b1"},"windowHours":[3],"periods":[{"unit":"day","n":3}]}]}`)
+	expect(t, m, map[string]any{"results.0.counts.device.day": 2, "results.0.counts.device.windows.3": 2,
+		"results.0.counts.device.periods.day:3": 2, "results.0.counts.bundle.windows.3": 2})
+	if code, _ := call(t, "POST", base+"/v1/items", `{"items":[{"scope":{"campaign":"42"},"subject":{"dim":"device","id":"q1"},"spec":{"kind":"day"},"hits":0,"quiet":true}]}`); code != 400 {
+		t.Errorf("a quiet read: %d, want 400", code)
+	}
+}
+
 func TestHTTPSchemaIsWhatWritesAreCheckedAgainst(t *testing.T) {
 	srv := redistest.Start(t)
 	base := startCounter(t, srv.URL(), "COUNTER_DIMENSIONS=device,region", "COUNTER_CACHED_DIMENSIONS=region",

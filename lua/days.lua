@@ -8,6 +8,7 @@
 -- a[3]  span N (1..K): the periods whose sum is returned, this one included
 -- a[4]  milliseconds until the K-th period from this one ends (> 0): the
 --       hash's TTL
+-- a[5]  "q": a quiet write, no sum (returns {0})
 --
 -- hits 0 reads (the event was counted before). Returns {sum}: the sum of
 -- fields i-N+1..i after the hits.
@@ -25,6 +26,7 @@ parts.days = {bit = 32, run = function(key, hits, a)
       end
     end
   end
+  if a[5] == 'q' then return {0} end
   local fields = {}
   for j = 1, n do fields[j] = i - n + j end
   local sum = 0

@@ -129,6 +129,10 @@ type LevelCount struct {
 // BatchRequest is the body of POST /v1/freq/batch.
 type BatchRequest struct {
 	Items []BatchItem `json:"items"`
+	// Quiet (POST /v1/incr/batch) asks for each item's code and duplicate
+	// only: no counts are computed or answered. callback's forwarding
+	// reads no more.
+	Quiet bool `json:"quiet,omitempty"`
 }
 
 // BatchResponse answers POST /v1/freq/batch: one Answer per item, in order.

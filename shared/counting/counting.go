@@ -172,6 +172,9 @@ type Item struct {
 	// EventID makes a write idempotent: a replay of the same id on the same
 	// counter changes nothing and answers Duplicate. Writes only.
 	EventID string `json:"eventId,omitempty"`
+	// Quiet makes a write answer its code and Duplicate only: the sums of
+	// hour and period buckets are not computed (Count is 0). Writes only.
+	Quiet bool `json:"quiet,omitempty"`
 }
 
 // Reason says why a deciding kind refused a hit.
