@@ -636,7 +636,14 @@ func TestEventIDsOfTheOldScoreScaleStillDedupe(t *testing.T) {
 		t.Errorf("a new id: %+v, want count 2", r)
 	}
 	if n, _ := raw(t, c, "ZSCORE", core.Dedupe(&it), "old-2").ToString(); n != "" {
-		t.Errorf("an id older than the dedupe TTL is still remembered: score %s", n)
+		t.Errorf("an id older than the dedupe TTL is still remembered after a run at a multiple of 16 ms: score %s", n)
+	}
+	// An id older than the TTL and not pruned yet counts as never seen.
+	clk.Add(time.Millisecond) // no prune on this run
+	raw(t, c, "ZADD", core.Dedupe(&it), strconv.FormatInt(stale*1024+1, 10), "old-3")
+	it.EventID = "old-3"
+	if r := writeOne(t, v.Store, it); r.Duplicate || r.Count != 3 {
+		t.Errorf("an id counted longer ago than the dedupe TTL: %+v, want counted (count 3)", r)
 	}
 	it.Spec = counting.Spec{Kind: counting.Week, Span: 1}
 	it.EventID = "old-1"

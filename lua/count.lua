@@ -9,8 +9,11 @@
 --
 -- KEYS[1]   dedupe set dedup:{<tag>}: ZSet, member = event id, score =
 --           unix ms when last counted * W + the bits of the counters it
---           counted on (window 1, hours 2, week 4, month 8); members older
---           than the dedupe TTL are pruned on every run.
+--           counted on (window 1, hours 2, ...); a member older than the
+--           dedupe TTL counts as never seen, and such members are pruned
+--           on the runs whose now is a multiple of 16 ms (a prune is two
+--           Redis calls, a tenth of a run: done now and then, the set
+--           still holds at most the TTL's ids and a few more).
 -- KEYS[1+i] the key of counter i
 -- ARGV[1]   hits of each event (> 0)
 -- ARGV[2]   now, unix ms
@@ -37,8 +40,10 @@ for _, p in pairs(parts) do
 end
 local seen = {}
 if ttl > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ((now - ttl) * 4))
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], legacy, '(' .. ((now - ttl) * w))
+  if now % 16 == 0 then
+    redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ((now - ttl) * 4))
+    redis.call('ZREMRANGEBYSCORE', KEYS[1], legacy, '(' .. ((now - ttl) * w))
+  end
   if ne == 1 then
     seen[1] = redis.call('ZSCORE', KEYS[1], ARGV[5])
   else
@@ -60,7 +65,9 @@ for i = 1, ne do
   local d = 0
   if seen[i] then
     d = tonumber(seen[i])
-    d = d < legacy and d % 4 or d % w
+    local scale = d < legacy and 4 or w
+    -- Counted longer ago than the TTL (not pruned yet): never seen.
+    d = math.floor(d / scale) < now - ttl and 0 or d % scale
   end
   seen[i] = d
   for j = 1, np do

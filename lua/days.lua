@@ -16,7 +16,10 @@ parts.days = {bit = 32, run = function(key, hits, a)
   local i, keep, n = tonumber(a[1]), tonumber(a[2]), tonumber(a[3])
   if hits > 0 then
     local first = redis.call('HINCRBY', key, i, hits) == hits
-    redis.call('PEXPIRE', key, a[4])
+    -- Only a new period's field moves the end of what is kept: later
+    -- writes in the period would set the same TTL (hours: a later one,
+    -- but the buckets it keeps longer are out of every window by then).
+    if first then redis.call('PEXPIRE', key, a[4]) end
     -- Keep at most K fields: drop the periods that left the retention.
     -- Only a new field can push the hash past that, so only then look.
     if first and redis.call('HLEN', key) > keep then
