@@ -50,7 +50,9 @@ func Reserved(it *counting.Item) string { return Tagged("rsv:", it) }
 
 func (k reserveKind) write(it *counting.Item, e *env) writing {
 	args := []string{strconv.FormatInt(e.now.UnixMilli(), 10), it.EventID}
-	if !k.release {
+	if k.release {
+		args = append(args, quiet(it))
+	} else {
 		args = append(args, strconv.FormatInt(it.Spec.Span, 10))
 	}
 	return writing{part: k.partName(), keys: []string{Reserved(it)}, args: args}

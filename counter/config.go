@@ -42,7 +42,7 @@ type Config struct {
 	HotKeys          int           `env:"COUNTER_HOT_KEYS" envDefault:"64" help:"counters the hot-key sketch tracks (Space-Saving)"`
 	StaleMax         time.Duration `env:"COUNTER_STALE_MAX" envDefault:"60s" help:"how old a last-known value may be to answer a read Redis cannot serve in time (0: answer 0, degraded)"`
 	StaleCacheMB     int           `env:"COUNTER_STALE_CACHE_MB" envDefault:"64" help:"memory for last-known values, in MiB"`
-	ReserveTTL       time.Duration `env:"COUNTER_RESERVE_TTL" envDefault:"3s" help:"how long an in-flight bid stays reserved (POST /v1/reserve) when the request gives no ttlMs: about the time a win notice takes to arrive"`
+	ReserveTTL       time.Duration `env:"COUNTER_RESERVE_TTL" envDefault:"3s" help:"how long an in-flight bid stays reserved (POST /v1/reserve) when the request gives no ttlMs: about the time a win notice takes to arrive; at most COUNTER_DEDUPE_TTL"`
 	DedupeTTL        time.Duration `env:"COUNTER_DEDUPE_TTL" envDefault:"10m" help:"how long an eid is remembered, from the last write that counted it"`
 	FlushDelay       time.Duration `env:"COUNTER_REDIS_FLUSH_DELAY" envDefault:"50us" help:"how long rueidis may hold a write so concurrent commands share it (0..1ms)"`
 	ShutdownTimeout  time.Duration `env:"COUNTER_SHUTDOWN_TIMEOUT" envDefault:"10s" help:"how long SIGTERM waits for in-flight requests"`
@@ -178,8 +178,8 @@ func (cfg *Config) bounds() error {
 		return fmt.Errorf("COUNTER_CACHE_TTL: must be positive, got %s", cfg.CacheTTL)
 	case cfg.FlushDelay < 0 || cfg.FlushDelay > time.Millisecond:
 		return fmt.Errorf("COUNTER_REDIS_FLUSH_DELAY: must be between 0 and 1ms, got %s", cfg.FlushDelay)
-	case cfg.ReserveTTL < time.Millisecond || cfg.ReserveTTL > time.Hour:
-		return fmt.Errorf("COUNTER_RESERVE_TTL: must be between 1ms and 1h, got %s", cfg.ReserveTTL)
+	case cfg.ReserveTTL < time.Millisecond || cfg.ReserveTTL > time.Hour || cfg.ReserveTTL > cfg.DedupeTTL:
+		return fmt.Errorf("COUNTER_RESERVE_TTL: must be between 1ms and 1h, and at most COUNTER_DEDUPE_TTL (a win finds its reservation by its eid), got %s", cfg.ReserveTTL)
 	case cfg.DedupeTTL <= 0:
 		return fmt.Errorf("COUNTER_DEDUPE_TTL: must be positive, got %s", cfg.DedupeTTL)
 	case cfg.HotKeyRate < 0:

@@ -14,6 +14,8 @@
 --           on the runs whose now is a multiple of 16 ms (a prune is two
 --           Redis calls, a tenth of a run: done now and then, the set
 --           still holds at most the TTL's ids and a few more).
+--           A part with "needs" (a bit) runs only for event ids whose
+--           score has that bit (release needs reserve's).
 -- KEYS[1+i] the key of counter i
 -- ARGV[1]   hits of each event (> 0)
 -- ARGV[2]   now, unix ms
@@ -70,10 +72,18 @@ for i = 1, ne do
     d = math.floor(d / scale) < now - ttl and 0 or d % scale
   end
   seen[i] = d
+  local was = d
   for j = 1, np do
-    local b = fn[j].bit
+    local b, needs = fn[j].bit, fn[j].needs
     local isdup = ttl > 0 and bit.band(d, b) ~= 0
-    if ttl > 0 then d = bit.bor(d, b) end
+    if needs and not isdup and bit.band(was, needs) == 0 then
+      -- A part that only acts on what another part did for this event
+      -- id (release: a reservation) has nothing to do: answered as a
+      -- duplicate, its bit not set.
+      isdup = true
+    elseif ttl > 0 then
+      d = bit.bor(d, b)
+    end
     dup[(i - 1) * np + j] = isdup
     if not isdup then counting[j] = counting[j] + 1 end
   end

@@ -105,11 +105,11 @@ func run() error {
 // callback sends it (day, hour window, event id), its quiet form (no
 // answers computed), a bidder's read of a device and a limiter check.
 func ops() []op {
-	write := func(quiet bool, eid string) func(ctx context.Context, st *core.Store, i0, n int) error {
+	write := func(quiet, release bool, eid string) func(ctx context.Context, st *core.Store, i0, n int) error {
 		return func(ctx context.Context, st *core.Store, i0, n int) error {
 			for i := i0; i < i0+n; i++ {
 				q := campaign.Query{CID: "42", Event: "win", Dims: []campaign.Dim{{Name: "device", ID: device(i)}}, Windows: []int{24},
-					EID: eid + strconv.Itoa(i), Quiet: quiet, ReserveEvent: "win"}
+					EID: eid + strconv.Itoa(i), Quiet: quiet, Release: release, ReserveEvent: "win"}
 				its, _ := campaign.Items([]campaign.Query{q}, true)
 				for _, r := range st.Write(ctx, its) {
 					if r.Code != 0 {
@@ -121,9 +121,10 @@ func ops() []op {
 		}
 	}
 	return []op{
-		{"notice write, 1 dimension (day + 24 h window + event id)", false, write(false, "e-")},
-		{"the same, quiet (callback's forwarding: no counts answered)", false, write(true, "e-")},
-		{"quiet, of a device already counted this hour", true, write(true, "again-")},
+		{"notice write, 1 dimension (day + 24 h window + event id)", false, write(false, false, "e-")},
+		{"the same, quiet (callback's forwarding: no counts answered)", false, write(true, false, "e-")},
+		{"quiet, of a device already counted this hour", true, write(true, false, "again-")},
+		{"quiet win releasing its bid's reservation (none held), as callback sends wins", false, write(true, true, "w-")},
 		{"device read (day + 24 h window)", true, func(ctx context.Context, st *core.Store, i0, n int) error {
 			for i := i0; i < i0+n; i++ {
 				q := campaign.Query{CID: "42", Event: "win", Dims: []campaign.Dim{{Name: "device", ID: device(i)}}, Windows: []int{24}}
