@@ -57,8 +57,13 @@ func (c *Campaigns) parse(cid string, r rueidis.RedisResult) (Campaign, bool, er
 	if len(m) == 0 {
 		return Campaign{}, false, nil
 	}
-	camp, err := campaign.Parse(cid, m)
-	return camp, true, err
+	// Parsed once per version of the hash: the forwarder looks a campaign
+	// up for every notice.
+	camp, err := campaign.ParseCached(cid, m)
+	if err != nil {
+		return Campaign{}, true, err
+	}
+	return *camp, true, nil
 }
 
 // Validate checks a campaign before it is stored: within the counter's

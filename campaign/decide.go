@@ -26,7 +26,7 @@ func (v Counters) Decide(ctx context.Context, ids map[string]string, cands []cou
 func (v Counters) decide(ctx context.Context, req *counting.DecideRequest, decls map[string]*Declaration) []counting.Verdict {
 	ids, cands := req.Identities, req.Candidates
 	out := make([]counting.Verdict, len(cands))
-	p := plan{ids: ids, refs: make([][]int, len(cands))}
+	p := plan{ids: ids, refs: make([][]int, len(cands)), at: map[[5]string]int{}}
 	if req.Reserved {
 		p.reserveEvent = v.Store.Limits().Events[0]
 	}
@@ -62,6 +62,12 @@ type plan struct {
 	ids  map[string]string
 	qs   []Query
 	refs [][]int
+	// at is the query of each counter: level, its id, event, dimension,
+	// and the campaign for counters not shared by campaigns. A parent's
+	// counter (advertiser, io) is read once for all the candidates whose
+	// caps read it: their zone and exact window are one (checked when
+	// declared).
+	at map[[5]string]int
 	// reserveEvent, when set, adds in-flight bids (held in its tag).
 	reserveEvent string
 }
@@ -70,7 +76,6 @@ type plan struct {
 // request carries its dimension (of the identity types, only the one the
 // campaign caps the request under) and, at the creative level, a creative.
 func (p *plan) add(c counting.Candidate, d *Declaration) []int {
-	at := map[[4]string]int{} // level, its id, event, dim -> query
 	refs := make([]int, len(d.Caps))
 	ident := d.identity(p.ids)
 	for k, cp := range d.Caps {
@@ -79,11 +84,14 @@ func (p *plan) add(c counting.Candidate, d *Declaration) []int {
 			refs[k] = -1
 			continue
 		}
-		key := [4]string{cp.Level, of, cp.Event, cp.Dim}
-		q, ok := at[key]
+		key := [5]string{cp.Level, of, cp.Event, cp.Dim, c.CID}
+		if cp.Level == LevelAdvertiser || cp.Level == LevelIO {
+			key[4] = ""
+		}
+		q, ok := p.at[key]
 		if !ok {
 			q = len(p.qs)
-			at[key] = q
+			p.at[key] = q
 			p.qs = append(p.qs, Query{CID: of, Level: levelOf(cp.Level), Event: cp.Event, Zone: d.Timezone, Dims: []Dim{{Name: cp.Dim, ID: id}},
 				Reserved: p.reserveEvent != "", ReserveEvent: p.reserveEvent})
 		}
@@ -160,8 +168,7 @@ func judge(v *counting.Verdict, cp *Cap, q *Query, r *Result, nowMs int64) {
 	var reason string
 	switch u := cp.Window.Unit; {
 	case PeriodKinds[u] != "" && cp.Window.N > 1:
-		count = c.Periods[slices.Index(q.Periods, counting.Period{Unit: u, N: cp.Window.N})]
-		reason = map[string]string{UnitDay: ReasonDay, UnitWeek: ReasonWeek, UnitMonth: ReasonMonth}[u]
+		count, reason = c.Periods[slices.Index(q.Periods, counting.Period{Unit: u, N: cp.Window.N})], periodReasons[u]
 	case u == UnitDay:
 		count, reason = c.Day, ReasonDay
 	case u == UnitWeek:
@@ -214,6 +221,9 @@ func blocks(v *counting.Verdict) int64 {
 	}
 	return span(v.Cap.Window)
 }
+
+// periodReasons are the reasons of caps of several periods, by unit.
+var periodReasons = map[string]string{UnitDay: ReasonDay, UnitWeek: ReasonWeek, UnitMonth: ReasonMonth}
 
 // How a cap blocks (counting.Verdict.Reason).
 const (
@@ -286,11 +296,7 @@ func (v Counters) Declarations(ctx context.Context, cids []string) Declared {
 			}
 			out.Unread[cids[i]] = true
 		case len(m) > 0:
-			cid := cids[i]
-			if d, err := parsed.Get(cid, m, func(m map[string]string) (*Declaration, error) {
-				d, err := Parse(cid, m)
-				return &d, err
-			}); err == nil {
+			if d, err := ParseCached(cids[i], m); err == nil {
 				out.Decls[cids[i]] = d
 			}
 		}
@@ -327,6 +333,16 @@ func (p *Parser) CheckDecide(req *counting.DecideRequest, most int) error {
 // they came from: parsing a campaign's caps (JSON) is most of a decide's
 // CPU, and a declaration changes seldom. Shared read-only by every decide.
 var parsed = NewHashCache[*Declaration](1 << 16)
+
+// ParseCached is Parse through the cache of parsed declarations: a hash
+// parsed before (the same fields and values) is not parsed again. The
+// declaration is shared: read it, never change it.
+func ParseCached(cid string, m map[string]string) (*Declaration, error) {
+	return parsed.Get(cid, m, func(m map[string]string) (*Declaration, error) {
+		d, err := Parse(cid, m)
+		return &d, err
+	})
+}
 
 // HashCache keeps what was parsed from Redis hashes, by key, with the hash
 // each came from: a hash read through client-side caching is parsed again

@@ -75,7 +75,7 @@ func held(c counting.Candidate, d *Declaration, ids map[string]string) [][4]stri
 	if d == nil {
 		return nil
 	}
-	p := plan{ids: ids}
+	p := plan{ids: ids, at: map[[5]string]int{}}
 	p.add(c, d)
 	out := make([][4]string, 0, len(p.qs))
 	for _, q := range p.qs {
