@@ -378,9 +378,9 @@ func TestProcess(t *testing.T) {
 	}
 
 	srv := redistest.Start(t)
-	addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	addr, ops := "127.0.0.1:"+strconv.Itoa(redistest.FreePort(t)), "127.0.0.1:"+strconv.Itoa(redistest.FreePort(t))
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "FREQCAP_COUNTER_MAIN=1", "COUNTER_ADDR="+addr, "COUNTER_OPS_ADDR=127.0.0.1:0", "REDIS_URL="+srv.URL(),
+	cmd.Env = append(os.Environ(), "FREQCAP_COUNTER_MAIN=1", "COUNTER_ADDR="+addr, "COUNTER_OPS_ADDR="+ops, "REDIS_URL="+srv.URL(),
 		"COUNTER_READ_TIMEOUT=3s", "LOG_FORMAT=json")
 	logs := &proctest.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -409,11 +409,19 @@ func TestProcess(t *testing.T) {
 		resp.Body.Close()
 		answered <- resp.StatusCode
 	}()
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, 5*time.Second, func() bool {
+		resp, err := http.Get("http://" + ops + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), `freqcap_http_requests_in_flight{route="/v1/freq",service="counter"} 1`)
+	})
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, 5*time.Second, func() bool { return strings.Contains(logs.String(), "counter shutting down") })
 	srv.Resume()
 	if code := <-answered; code != 200 {
 		t.Errorf("in-flight request during SIGTERM: status %d, want 200", code)

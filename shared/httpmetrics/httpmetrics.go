@@ -10,11 +10,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics holds freqcap_http_requests_total{service,route,code} and
-// freqcap_http_request_duration_seconds{service,route}.
+// Metrics holds freqcap_http_requests_total{service,route,code},
+// freqcap_http_request_duration_seconds{service,route} and
+// freqcap_http_requests_in_flight{service,route}.
 type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	inFlight *prometheus.GaugeVec
 }
 
 // New registers the request metrics of one service on reg.
@@ -31,17 +33,24 @@ func New(reg prometheus.Registerer, service string) *Metrics {
 			ConstLabels: prometheus.Labels{"service": service},
 			Buckets:     []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
 		}, []string{"route"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name:        "freqcap_http_requests_in_flight",
+			Help:        "HTTP requests being served, by route.",
+			ConstLabels: prometheus.Labels{"service": service},
+		}, []string{"route"}),
 	}
-	reg.MustRegister(m.requests, m.duration)
+	reg.MustRegister(m.requests, m.duration, m.inFlight)
 	return m
 }
 
 // Route instruments the handler of one route. The route's series are
 // looked up once, not on every request: this sits on the bidder's path.
 func (m *Metrics) Route(route string, next http.Handler) http.Handler {
-	duration := m.duration.WithLabelValues(route)
+	duration, inFlight := m.duration.WithLabelValues(route), m.inFlight.WithLabelValues(route)
 	var codes sync.Map // status code -> prometheus.Counter
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Inc()
+		defer inFlight.Dec()
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
