@@ -57,7 +57,9 @@ type DirectOptions struct {
 // rate limit and fail-open or fail-closed default. Close releases the
 // connections.
 func NewDirect(redisURL string, opts Options, d DirectOptions) (*Client, error) {
+	cache := core.NewLocalCache(0)
 	rdb, err := redisconn.Open(redisURL, func(opt *rueidis.ClientOption) {
+		cache.Install(opt)
 		if d.FromReplicas {
 			opt.SendToReplicas = redisconn.ReadOnly
 		}
@@ -70,7 +72,9 @@ func NewDirect(redisURL string, opts Options, d DirectOptions) (*Client, error) 
 		return nil, fmt.Errorf("freqcap client: FromReplicas needs a Redis Cluster with replicas; %s is not a cluster", redisURL)
 	}
 	c := newClient(opts)
-	st := core.NewStore(rdb, d.storeOptions(c.timeout, c.now), nil)
+	o := d.storeOptions(c.timeout, c.now)
+	o.Cache = cache
+	st := core.NewStore(rdb, o, nil)
 	counters, parser := campaign.Counters{Store: st, M: core.NopMetrics{}}, campaign.NewParser(st.Limits())
 	c.read = func(ctx context.Context, req *counting.BatchRequest) ([]counting.Answer, error) {
 		out, err := counters.ReadBatch(ctx, parser, req.Items)

@@ -56,6 +56,10 @@ func (hoursKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
 	return []rueidis.Cacheable{readHours(e.b, it)}, true
 }
 
+func (hoursKind) localName(it *counting.Item) (string, bool) {
+	return Hours(it) + "HGETALL", true
+}
+
 func (hoursKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *counting.Result) error {
 	return e.hoursMemo.Got(rs, e.hour, it.Spec.Span, r)
 }

@@ -44,6 +44,10 @@ type Options struct {
 	WriteTimeout  time.Duration
 	// Reach reports whether Redis is reachable; nil for none.
 	Reach *redisconn.Reach
+	// Cache is the client-side cache installed on rdb's options, if any:
+	// a read whose counts are all in it is answered on the caller's
+	// goroutine.
+	Cache *LocalCache
 }
 
 // Defaults are the counter's defaults, those of an Options field left zero.
@@ -106,6 +110,7 @@ func NewStore(rdb rueidis.Client, o Options, m Metrics) *Store {
 	st := &Store{
 		rdb:         rdb,
 		reach:       o.Reach,
+		local:       o.Cache,
 		loc:         o.Location,
 		now:         o.Now,
 		cached:      cached,

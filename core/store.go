@@ -37,7 +37,8 @@ type Store struct {
 	writeJobs   chan *writeJob
 	retention   int
 	reach       *redisconn.Reach
-	known       *lastKnown // nil when COUNTER_STALE_MAX is 0
+	known       *lastKnown  // nil when COUNTER_STALE_MAX is 0
+	local       *LocalCache // nil: every read goes through a reader
 	knownHashes *knownHashes
 	hot         *hotKeys // nil when COUNTER_HOT_KEY_RATE is 0
 	// stall is when Redis stopped answering reads in time (unix ns), 0
@@ -102,6 +103,7 @@ const maxWriteItems = 2000
 type writeJob struct {
 	ctx   context.Context
 	items []counting.Item
+	plan  *readPlan
 	done  chan []counting.Result
 }
 
@@ -509,11 +511,20 @@ const probeEvery = 50 * time.Millisecond
 var errStalled = fmt.Errorf("redis answered no read in time lately, not waiting on it: %w", context.DeadlineExceeded)
 
 // readWithin reads items within the read timeout, whatever Redis does;
-// late says the time ran out.
+// late says the time ran out. A read whose every count is cached in this
+// process is answered on the caller's goroutine; any other goes to a
+// reader, so that a call rueidis holds past its context (some reconnect
+// paths do) never holds the caller.
 func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []counting.Result, late bool) {
+	e := s.env()
+	res, through, ok := s.readLocal(items, e)
+	if ok {
+		return res, false
+	}
+	p := s.plan(items, e, through)
 	ctx, cancel := context.WithTimeout(ctx, s.readTimeout)
 	defer cancel()
-	j := &readJob{ctx: ctx, items: items, done: make(chan []counting.Result, 1)}
+	j := &readJob{ctx: ctx, items: items, plan: p, done: make(chan []counting.Result, 1)}
 	select {
 	case s.jobs <- j:
 	default:
@@ -537,6 +548,7 @@ func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []co
 type readJob struct {
 	ctx   context.Context
 	items []counting.Item
+	plan  *readPlan
 	done  chan []counting.Result
 }
 
@@ -552,7 +564,7 @@ func (s *Store) startReaders() {
 	for range readers {
 		go func() {
 			for j := range s.jobs {
-				j.done <- s.read(j.ctx, j.items)
+				j.done <- s.read(j.ctx, j.items, j.plan)
 			}
 		}()
 	}
@@ -584,51 +596,113 @@ type span struct {
 	from, to int
 }
 
-func (s *Store) read(ctx context.Context, items []counting.Item) []counting.Result {
-	e := s.env()
-	cached := make([]rueidis.CacheableTTL, 0, 2*len(items))
-	direct := make(rueidis.Commands, 0, 2*len(items))
-	at := make([]span, len(items))
+// readPlan is the commands of one read: those through client-side caching,
+// those straight to Redis, and where each item's are.
+type readPlan struct {
+	e      *env
+	cached []rueidis.CacheableTTL
+	direct rueidis.Commands
+	at     []span
+}
+
+// plan builds the commands that read items; through, when not nil, says
+// which go through client-side caching (throughCache, already asked).
+func (s *Store) plan(items []counting.Item, e *env, through []bool) *readPlan {
+	p := &readPlan{
+		e:      e,
+		cached: make([]rueidis.CacheableTTL, 0, 2*len(items)),
+		direct: make(rueidis.Commands, 0, 2*len(items)),
+		at:     make([]span, len(items)),
+	}
 	for i := range items {
 		it := &items[i]
 		if i > 0 && sameHours(&items[i-1], it) {
-			at[i] = at[i-1] // the previous window's HGETALL holds this one's hours
+			p.at[i] = p.at[i-1] // the previous window's HGETALL holds this one's hours
 			continue
 		}
-		cmds, cacheable := kinds[it.Spec.Kind].read(it, e)
-		if cacheable && s.throughCache(it) {
-			at[i] = span{cached: true, from: len(cached), to: len(cached) + len(cmds)}
+		cmds, cacheable := kinds[it.Spec.Kind].read(it, p.e)
+		if cacheable && (through != nil && through[i] || through == nil && s.throughCache(it)) {
+			p.at[i] = span{cached: true, from: len(p.cached), to: len(p.cached) + len(cmds)}
 			for _, c := range cmds {
-				cached = append(cached, rueidis.CT(c, s.cacheTTL))
+				p.cached = append(p.cached, rueidis.CT(c, s.cacheTTL))
 			}
 			continue
 		}
-		at[i] = span{from: len(direct), to: len(direct) + len(cmds)}
+		p.at[i] = span{from: len(p.direct), to: len(p.direct) + len(cmds)}
 		for _, c := range cmds {
-			direct = append(direct, rueidis.Completed(c))
+			p.direct = append(p.direct, rueidis.Completed(c))
 		}
 	}
+	return p
+}
 
-	cachedRes, directRes := s.send(ctx, cached, direct)
+// readLocal answers a read whose every count is cached in this process
+// (LocalCache), on the caller's goroutine, without building a command;
+// ok is false when any is not. through says which items go through
+// client-side caching, for the plan of a read that goes to Redis.
+func (s *Store) readLocal(items []counting.Item, e *env) (res []counting.Result, through []bool, ok bool) {
+	if s.local == nil {
+		return nil, nil, false
+	}
+	through = make([]bool, len(items))
+	p := &readPlan{e: e, at: make([]span, len(items))}
+	names := make([]string, 0, len(items))
+	ok = len(items) > 0
+	for i := range items {
+		it := &items[i]
+		if i > 0 && sameHours(&items[i-1], it) {
+			through[i], p.at[i] = through[i-1], p.at[i-1]
+			continue
+		}
+		through[i] = s.throughCache(it)
+		named, isNamed := kinds[it.Spec.Kind].(localNamed)
+		if !ok || !through[i] || !isNamed {
+			ok = false
+			continue
+		}
+		name, one := named.localName(it)
+		ok = one
+		p.at[i] = span{cached: true, from: len(names), to: len(names) + 1}
+		names = append(names, name)
+	}
+	if !ok {
+		return nil, through, false
+	}
+	rs, ok := s.local.lookup(names, time.Now())
+	if !ok {
+		return nil, through, false
+	}
+	s.metrics.Cache(len(rs), 0)
+	return s.answer(items, p, rs, nil), nil, true
+}
+
+// read sends a plan's commands to Redis and answers from what came back.
+func (s *Store) read(ctx context.Context, items []counting.Item, p *readPlan) []counting.Result {
+	cachedRes, directRes := s.send(ctx, p.cached, p.direct)
+	return s.answer(items, p, cachedRes, directRes)
+}
+
+// answer decodes each item's answers and remembers them (last-known values).
+func (s *Store) answer(items []counting.Item, p *readPlan, cachedRes, directRes []rueidis.RedisResult) []counting.Result {
 	res := make([]counting.Result, len(items))
 	for i := range items {
 		rs := directRes
-		if at[i].cached {
+		if p.at[i].cached {
 			rs = cachedRes
 		}
-		rs = rs[at[i].from:at[i].to]
+		rs = rs[p.at[i].from:p.at[i].to]
 		r := &res[i]
 		r.Allowed = true
 		err := firstErr(rs)
 		if err == nil {
-			err = kinds[items[i].Spec.Kind].got(&items[i], e, rs, r)
+			err = kinds[items[i].Spec.Kind].got(&items[i], p.e, rs, r)
 		}
 		if err != nil {
 			s.metrics.RedisError("read")
 			s.degrade(r, err)
 		}
 	}
-	s.known.remember(items, res, e.now)
+	s.known.remember(items, res, p.e.now)
 	return res
 }
 
@@ -720,7 +794,7 @@ func firstLine(err error) string {
 // the stall or last-known values: for a write's caller that needs what
 // Redis holds right after it (a pace check taken back).
 func (s *Store) ReadExact(ctx context.Context, items []counting.Item) []counting.Result {
-	return s.read(ctx, items)
+	return s.read(ctx, items, s.plan(items, s.env(), nil))
 }
 
 // HotKeys are the counters read most in the last second, and how many are

@@ -87,6 +87,15 @@ func (k windowKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) 
 	return readWindow(e.b, it)
 }
 
+// localName is a campaign day's GET; a seconds window's read is two
+// commands and not cached.
+func (k windowKind) localName(it *counting.Item) (string, bool) {
+	if it.Scope.Campaign == "" {
+		return "", false
+	}
+	return Window(it) + "GET", true
+}
+
 func (k windowKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *counting.Result) error {
 	if err := gotWindow(rs, r); err != nil || r.Code != apierr.OK {
 		return err

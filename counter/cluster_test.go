@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/freqcap/freqcap/shared/counting"
-	"github.com/freqcap/freqcap/shared/redisconn"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
 
@@ -165,7 +164,7 @@ func TestReadsFromReplicas(t *testing.T) {
 func TestReadFromReplicaNeedsACluster(t *testing.T) {
 	srv := redistest.StartSingle(t)
 	s := testSettings(t, srv.URL(), "COUNTER_READ_FROM=replica")
-	if _, err := openRedis(s, &redisconn.Reach{}); err == nil || !strings.Contains(err.Error(), "not a cluster") {
+	if _, err := openRedis(s, newRedisHooks(s)); err == nil || !strings.Contains(err.Error(), "not a cluster") {
 		t.Errorf("replica reads on one server: %v, want an error saying it is not a cluster", err)
 	}
 	if _, err := loadSettings([]string{"COUNTER_READ_FROM=replicas"}); err == nil || !strings.Contains(err.Error(), "COUNTER_READ_FROM") {

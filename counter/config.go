@@ -9,7 +9,6 @@ import (
 
 	"github.com/freqcap/freqcap/core"
 	"github.com/freqcap/freqcap/ratelimit"
-	"github.com/freqcap/freqcap/shared/redisconn"
 
 	"github.com/freqcap/freqcap/shared/auth"
 	"github.com/freqcap/freqcap/shared/config"
@@ -34,6 +33,7 @@ type Config struct {
 	MaxBatch         int           `env:"COUNTER_MAX_BATCH" envDefault:"1000" help:"most items in one batch"`
 	MaxReadBatch     int           `env:"COUNTER_MAX_READ_BATCH" envDefault:"200" help:"most queries in one read batch (POST /v1/freq/batch, BatchGetFreq): what one Redis serves within COUNTER_READ_TIMEOUT"`
 	CacheTTL         time.Duration `env:"COUNTER_CACHE_TTL" envDefault:"10s" help:"longest a cached count lives (Redis invalidates it at once on change)"`
+	CacheMB          int           `env:"COUNTER_CACHE_MB" envDefault:"128" help:"memory for client-side cached counts, in MiB (all Redis connections together)"`
 	ReadFrom         string        `env:"COUNTER_READ_FROM" envDefault:"primary" help:"primary or replica: where reads go on a Redis Cluster (replica: counts lag writes by the replication delay; writes and rate-limit checks always go to the primary)"`
 	ReadTimeout      time.Duration `env:"COUNTER_READ_TIMEOUT" envDefault:"5ms" help:"hard deadline of every read and rate-limit check"`
 	WriteTimeout     time.Duration `env:"COUNTER_WRITE_TIMEOUT" envDefault:"1s" help:"deadline of a write"`
@@ -109,7 +109,7 @@ func (s Settings) limits() *core.Limits {
 }
 
 // storeOptions are the core store's options from the settings.
-func (s Settings) storeOptions(reach *redisconn.Reach, now func() time.Time) core.Options {
+func (s Settings) storeOptions(hooks redisHooks, now func() time.Time) core.Options {
 	cached := []string{}
 	for d := range s.Cached {
 		cached = append(cached, d)
@@ -117,7 +117,8 @@ func (s Settings) storeOptions(reach *redisconn.Reach, now func() time.Time) cor
 	return core.Options{
 		Location: s.Location, Now: now, Limits: *s.limits(), CachedDims: cached, CacheTTL: s.CacheTTL,
 		DedupeTTL: s.DedupeTTL, ReadTimeout: s.ReadTimeout, StaleMax: s.StaleMax, StaleCacheMB: s.StaleCacheMB,
-		HotKeys: s.HotKeys, HotKeyRate: s.HotKeyRate, WriteReplicas: s.WriteReplicas, WriteTimeout: s.WriteTimeout, Reach: reach,
+		HotKeys: s.HotKeys, HotKeyRate: s.HotKeyRate, WriteReplicas: s.WriteReplicas, WriteTimeout: s.WriteTimeout,
+		Reach: hooks.reach, Cache: hooks.cache,
 	}
 }
 
@@ -188,6 +189,8 @@ func (cfg *Config) bounds() error {
 		return fmt.Errorf("COUNTER_HOT_KEYS: must be between 1 and 100000, got %d", cfg.HotKeys)
 	case cfg.StaleMax < 0:
 		return fmt.Errorf("COUNTER_STALE_MAX: must be 0 or more, got %s", cfg.StaleMax)
+	case cfg.CacheMB < 1 || cfg.CacheMB > 1<<16:
+		return fmt.Errorf("COUNTER_CACHE_MB: must be between 1 and 65536, got %d", cfg.CacheMB)
 	case cfg.StaleCacheMB < 1 || cfg.StaleCacheMB > 1<<16:
 		return fmt.Errorf("COUNTER_STALE_CACHE_MB: must be between 1 and 65536, got %d", cfg.StaleCacheMB)
 	}

@@ -95,15 +95,15 @@ func testStore(t testing.TB, srv *redistest.Server, clk *clock, kv ...string) (c
 // opens it, and its own registry.
 func newTestStore(t testing.TB, url string, s Settings, now func() time.Time) campaignStore {
 	t.Helper()
-	reach := &redisconn.Reach{}
+	hooks := newRedisHooks(s)
 	s.RedisURL = url
-	c, err := openRedis(s, reach)
+	c, err := openRedis(s, hooks)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
 	m := newMetrics(prometheus.NewRegistry())
-	return campaignStore{campaign.Counters{Store: core.NewStore(c, s.storeOptions(reach, now), m), M: m}, m}
+	return campaignStore{campaign.Counters{Store: core.NewStore(c, s.storeOptions(hooks, now), m), M: m}, m}
 }
 
 // raw runs one command on a separate connection, as redis-cli would.

@@ -66,8 +66,8 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	if err != nil {
 		return err
 	}
-	reach := &redisconn.Reach{}
-	rdb, err := openRedis(s, reach)
+	hooks := newRedisHooks(s)
+	rdb, err := openRedis(s, hooks)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 
 	reg := prometheus.NewRegistry()
 	m := newMetrics(reg)
-	store := core.NewStore(rdb, s.storeOptions(reach, time.Now), m)
+	store := core.NewStore(rdb, s.storeOptions(hooks, time.Now), m)
 	defer store.Close()
 	registerProcess(reg, rdb, store)
 	if s.WriteReplicas > 0 {
@@ -112,10 +112,23 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	return nil
 }
 
+// redisHooks are what the counter installs on its Redis client's options
+// and its store then reads: whether Redis is reachable, and the
+// client-side cache.
+type redisHooks struct {
+	reach *redisconn.Reach
+	cache *core.LocalCache
+}
+
+func newRedisHooks(s Settings) redisHooks {
+	return redisHooks{reach: &redisconn.Reach{}, cache: core.NewLocalCache(s.CacheMB << 20)}
+}
+
 // openRedis opens the counter's Redis client as its settings say.
-func openRedis(s Settings, reach *redisconn.Reach) (rueidis.Client, error) {
+func openRedis(s Settings, hooks redisHooks) (rueidis.Client, error) {
 	rdb, err := redisconn.Open(s.RedisURL, func(opt *rueidis.ClientOption) {
-		reach.Install(opt)
+		hooks.reach.Install(opt)
+		hooks.cache.Install(opt)
 		if s.RedisPassword != "" {
 			opt.Password = s.RedisPassword
 		}

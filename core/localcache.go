@@ -1,0 +1,137 @@
+package core
+
+import (
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/freqcap/freqcap/shared/counting"
+)
+
+// LocalCache holds what client-side caching keeps of Redis in this process,
+// for every connection of one rueidis client, in one table that a read
+// looks into on its own goroutine: a count already here costs a map lookup,
+// no hand-off to a reader and no trip through rueidis. A miss, or a value
+// whose client-side TTL has passed, goes the usual way.
+//
+// rueidis still owns the protocol: Install gives each connection a store
+// through rueidis.NewSimpleCacheAdapter, which registers in-flight reads,
+// fills the table with their answers and deletes what Redis invalidates.
+// Sharing one table between connections is sound because a value stays
+// only while the connection that read it tracks its key: the invalidation
+// of a key deletes it whatever connection filled it, and a connection that
+// breaks flushes the whole table.
+type LocalCache struct {
+	mu       sync.RWMutex
+	m        map[string]rueidis.RedisMessage
+	bytes    int
+	maxBytes int
+}
+
+// NewLocalCache is a table of at most maxBytes (keys and values as rueidis
+// sizes them); rueidis.DefaultCacheBytes when maxBytes <= 0.
+func NewLocalCache(maxBytes int) *LocalCache {
+	if maxBytes <= 0 {
+		maxBytes = rueidis.DefaultCacheBytes
+	}
+	return &LocalCache{m: map[string]rueidis.RedisMessage{}, maxBytes: maxBytes}
+}
+
+// Install makes every connection of a client opened with opt cache in c.
+func (c *LocalCache) Install(opt *rueidis.ClientOption) {
+	opt.NewCacheStoreFn = func(rueidis.CacheStoreOption) rueidis.CacheStore {
+		return rueidis.NewSimpleCacheAdapter(simpleCache{c})
+	}
+}
+
+// localNamed is a kind whose cached read of an item is one command on
+// one key: localName is the name LocalCache keeps its answer under (what
+// cacheKey makes of the command), built without building the command;
+// false when the item's read is not one cached command.
+type localNamed interface {
+	localName(it *counting.Item) (string, bool)
+}
+
+// lookup answers every name (cacheKey) from the table, or reports false
+// when any is missing or past its client-side TTL.
+func (c *LocalCache) lookup(names []string, now time.Time) ([]rueidis.RedisResult, bool) {
+	if c == nil || len(names) == 0 {
+		return nil, false
+	}
+	res := make([]rueidis.RedisResult, len(names))
+	ms := now.UnixMilli()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for i, name := range names {
+		v, ok := c.m[name]
+		if !ok || v.CachePXAT() <= ms {
+			return nil, false
+		}
+		res[i] = rueidis.NewResult(v, nil)
+	}
+	return res, true
+}
+
+// Len is how many answers the table holds.
+func (c *LocalCache) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.m)
+}
+
+// simpleCache is the table as rueidis.SimpleCache, for the adapters.
+type simpleCache struct{ c *LocalCache }
+
+func (s simpleCache) Get(key string) rueidis.RedisMessage {
+	s.c.mu.RLock()
+	defer s.c.mu.RUnlock()
+	return s.c.m[key]
+}
+
+func (s simpleCache) Set(key string, val rueidis.RedisMessage) {
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.m[key]; ok {
+		c.bytes -= entryBytes(key, old)
+	}
+	c.m[key] = val
+	c.bytes += entryBytes(key, val)
+	if c.bytes <= c.maxBytes {
+		return
+	}
+	// Full: drop entries until a tenth is free. Go's map iteration starts
+	// anywhere, so the victims are random (as Redis's own eviction is
+	// sampled); a dropped answer is read again at its next miss.
+	for k, v := range c.m {
+		if c.bytes <= c.maxBytes-c.maxBytes/10 {
+			break
+		}
+		delete(c.m, k)
+		c.bytes -= entryBytes(k, v)
+	}
+}
+
+func (s simpleCache) Del(key string) {
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.m[key]; ok {
+		delete(c.m, key)
+		c.bytes -= entryBytes(key, old)
+	}
+}
+
+func (s simpleCache) Flush() {
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.m)
+	c.bytes = 0
+}
+
+// entryBytes is what one answer costs the table.
+func entryBytes(key string, v rueidis.RedisMessage) int {
+	return len(key) + v.CacheSize()
+}

@@ -1,0 +1,188 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/redisconn"
+	"github.com/freqcap/freqcap/shared/redistest"
+)
+
+// TestLocalCacheHoldsWhatRueidisCaches checks the contract the in-process
+// read relies on: what rueidis caches is found under the name cacheKey
+// gives it, an invalidation from Redis removes it, and a connection that
+// breaks flushes the table.
+func TestLocalCacheHoldsWhatRueidisCaches(t *testing.T) {
+	srv := redistest.Start(t)
+	lc := NewLocalCache(0)
+	rdb, err := redisconn.Open(srv.URL(), lc.Install)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	other, err := redisconn.Open(srv.URL(), func(o *rueidis.ClientOption) { o.DisableCache = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ctx := context.Background()
+	b := rdb.B()
+	// rueidis recycles what it sent: every use builds them anew.
+	cmds := func() []rueidis.CacheableTTL {
+		return []rueidis.CacheableTTL{
+			rueidis.CT(b.Get().Key("lc:{a}").Cache(), time.Minute),
+			rueidis.CT(b.Hgetall().Key("lc:{b}").Cache(), time.Minute),
+			rueidis.CT(b.Hmget().Key("lc:{b}").Field("1", "2").Cache(), time.Minute),
+		}
+	}
+	if _, ok := lc.lookup(names(cmds()), time.Now()); ok {
+		t.Fatal("an empty table answered")
+	}
+	for _, c := range []rueidis.Completed{
+		other.B().Set().Key("lc:{a}").Value("5").Build(),
+		other.B().Hset().Key("lc:{b}").FieldValue().FieldValue("1", "7").Build(),
+	} {
+		if err := other.Do(ctx, c).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range rdb.DoMultiCache(ctx, cmds()...) {
+		if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) {
+			t.Fatal(err)
+		}
+	}
+	rs, ok := lc.lookup(names(cmds()), time.Now())
+	if !ok {
+		t.Fatalf("after rueidis cached them, the table holds %d answers but not these", lc.Len())
+	}
+	if v, _ := rs[0].ToString(); v != "5" {
+		t.Errorf("GET answered %q from the table, want 5", v)
+	}
+	if m, _ := rs[1].AsIntMap(); m["1"] != 7 {
+		t.Errorf("HGETALL answered %v from the table, want 1=7", m)
+	}
+	if _, ok := lc.lookup(names(cmds()), time.Now().Add(2*time.Minute)); ok {
+		t.Error("an answer past its client-side TTL was found")
+	}
+
+	if err := other.Do(ctx, other.B().Incr().Key("lc:{a}").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { _, ok := lc.lookup(names(cmds())[:1], time.Now()); return !ok })
+	if _, ok := lc.lookup(names(cmds())[1:], time.Now()); !ok {
+		t.Error("an invalidation of one key removed another's answers")
+	}
+
+	// A broken connection may have missed invalidations: nothing it
+	// cached may be answered.
+	srv.OnMasters(t, "CLIENT", "KILL", "TYPE", "normal")
+	waitUntil(t, func() bool { return lc.Len() == 0 })
+}
+
+// TestLocalNamesAreRueidisNames checks that the names the kinds give their
+// cached reads are the names rueidis files their answers under.
+func TestLocalNamesAreRueidisNames(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb, err := redisconn.Open(srv.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	e := &env{b: rdb.B(), now: time.Now(), loc: time.UTC}
+	items := []counting.Item{
+		{Scope: counting.Scope{Campaign: "42", Event: "win"}, Subject: counting.Subject{Dim: "bundle", ID: "com.x"}, Spec: counting.Spec{Kind: counting.Day, Span: 1}},
+		{Scope: counting.Scope{Campaign: "42", Event: "win", Level: "advertiser"}, Subject: counting.Subject{Dim: "device", ID: "d:1"}, Spec: counting.Spec{Kind: counting.Hours, Span: 3}},
+	}
+	named := 0
+	for k, kd := range kinds {
+		ln, ok := kd.(localNamed)
+		if !ok {
+			continue
+		}
+		for _, it := range items {
+			if it.Spec.Kind != k {
+				continue
+			}
+			named++
+			name, one := ln.localName(&it)
+			cmds, cacheable := kd.read(&it, e)
+			if !one || !cacheable || len(cmds) != 1 {
+				t.Fatalf("%s: localName says one cached command (%v), read gives %d (cacheable %v)", k, one, len(cmds), cacheable)
+			}
+			if want := cacheKey(cmds[0]); name != want {
+				t.Errorf("%s: local name %q, rueidis files it under %q", k, name, want)
+			}
+		}
+	}
+	if named != len(items) {
+		t.Errorf("checked %d kinds, want %d", named, len(items))
+	}
+	secs := counting.Item{Scope: counting.Scope{Business: 7}, Subject: counting.Subject{ID: "k"}, Spec: counting.Spec{Kind: counting.Seconds, Span: 60}}
+	if _, one := kinds[counting.Seconds].(localNamed).localName(&secs); one {
+		t.Error("a seconds window (GET and PTTL) has a local name")
+	}
+}
+
+func names(cmds []rueidis.CacheableTTL) []string {
+	out := make([]string, len(cmds))
+	for i, c := range cmds {
+		out[i] = cacheKey(c.Cmd)
+	}
+	return out
+}
+
+// cacheKey is the name rueidis's adapter gives a command's answer: the
+// key, then the command without it (a cacheable command's key is its
+// second word).
+func cacheKey(cmd rueidis.Cacheable) string {
+	cs := cmd.Commands()
+	if len(cs) == 2 {
+		return cs[1] + cs[0]
+	}
+	var b strings.Builder
+	b.WriteString(cs[1])
+	b.WriteString(cs[0])
+	for _, s := range cs[2:] {
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+func TestLocalCacheIsBounded(t *testing.T) {
+	lc := NewLocalCache(64 << 10)
+	s := simpleCache{lc}
+	for i := range 10_000 {
+		s.Set(fmt.Sprintf("key:%d", i), rueidis.RedisMessage{})
+	}
+	if lc.bytes > lc.maxBytes {
+		t.Errorf("table holds %d bytes, bound %d", lc.bytes, lc.maxBytes)
+	}
+	sum := 0
+	for k, v := range lc.m {
+		sum += entryBytes(k, v)
+	}
+	if sum != lc.bytes || lc.Len() < 100 {
+		t.Errorf("table counts %d bytes for %d entries that take %d", lc.bytes, lc.Len(), sum)
+	}
+	s.Flush()
+	if lc.Len() != 0 || lc.bytes != 0 {
+		t.Errorf("after Flush: %d entries, %d bytes", lc.Len(), lc.bytes)
+	}
+}
+
+func waitUntil(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
