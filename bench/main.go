@@ -227,13 +227,19 @@ const readTimeout = "100ms"
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// freeAddrs are n distinct free addresses: every listener stays open until
+// all are chosen, so the kernel cannot hand one port out twice.
+func freeAddrs(n int) ([]string, error) {
+	out := make([]string, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		out = append(out, l.Addr().String())
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return out, nil
 }
 
 func (st *stack) start(ctx context.Context) error {
@@ -249,11 +255,9 @@ func (st *stack) start(ctx context.Context) error {
 		return err
 	}
 	st.logs = logs
-	addrs := make([]string, 8)
-	for i := range addrs {
-		if addrs[i], err = freeAddr(); err != nil {
-			return err
-		}
+	addrs, err := freeAddrs(8)
+	if err != nil {
+		return err
 	}
 	if err := st.startRedis(addrs[0]); err != nil {
 		return err
