@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -676,6 +677,9 @@ func (st *stack) endToEnd(ctx context.Context, round int) (result, error) {
 	acceptedBefore := metric(st.adminURL+"/metrics", "freqcap_callback_notices_accepted_total")
 	unsureBefore := metric(st.adminURL+"/metrics", "freqcap_callback_notices_rejected_total", "reason=journal_unavailable")
 	refusedBefore := metric(st.adminURL+"/metrics", "freqcap_callback_notices_rejected_total")
+	if err := st.redisCLI("CONFIG", "RESETSTAT"); err != nil {
+		return result{}, err
+	}
 	r, err := st.wrk(ctx, "end-to-end", st.callbackURL, "win", round, true)
 	if err != nil {
 		return r, err
@@ -704,10 +708,58 @@ func (st *stack) endToEnd(ctx context.Context, round int) (result, error) {
 	r.rate = float64(accepted) / st.s.duration.Seconds()
 	r.note = fmt.Sprintf("accepted %d, counted %d, dropped %.0f, refused %d (503 after an unsure journal write: %d)",
 		accepted, counted, dropped, refused, unsure)
+	if stats, err := st.commandStats(); err == nil && accepted > 0 {
+		r.note += "; Redis per notice: " + stats.perNotice(accepted)
+	}
 	if counted < accepted || counted > accepted+unsure {
 		return r, fmt.Errorf("loss or double count: accepted %d notices (and %d unsure), counted %d", accepted, unsure, counted)
 	}
 	return r, nil
+}
+
+func (st *stack) redisCLI(args ...string) error {
+	host, port, _ := net.SplitHostPort(st.redisAddr)
+	return exec.Command("redis-cli", append([]string{"-h", host, "-p", port}, args...)...).Run()
+}
+
+// cmdStats are Redis's INFO commandstats: per command, calls and
+// microseconds spent.
+type cmdStats map[string][2]float64
+
+func (st *stack) commandStats() (cmdStats, error) {
+	host, port, _ := net.SplitHostPort(st.redisAddr)
+	out, err := exec.Command("redis-cli", "-h", host, "-p", port, "INFO", "commandstats").Output()
+	if err != nil {
+		return nil, err
+	}
+	re := regexp.MustCompile(`cmdstat_([a-z|]+):calls=(\d+),usec=(\d+)`)
+	stats := cmdStats{}
+	for _, m := range re.FindAllStringSubmatch(string(out), -1) {
+		calls, _ := strconv.ParseFloat(m[2], 64)
+		usec, _ := strconv.ParseFloat(m[3], 64)
+		stats[m[1]] = [2]float64{calls, usec}
+	}
+	return stats, nil
+}
+
+// perNotice says what Redis ran per notice: the microseconds its commands
+// took in all, and each command that took at least 1 µs, with its calls.
+func (c cmdStats) perNotice(notices int64) string {
+	n := float64(notices)
+	var total float64
+	names := make([]string, 0, len(c))
+	for name, v := range c {
+		total += v[1]
+		if v[1]/n >= 1 {
+			names = append(names, name)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool { return c[names[i]][1] > c[names[j]][1] })
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = fmt.Sprintf("%s %.1f µs (%.2f calls)", name, c[name][1]/n, c[name][0]/n)
+	}
+	return fmt.Sprintf("%.1f µs in commands: %s", total/n, strings.Join(parts, ", "))
 }
 
 func (st *stack) redisInt(key string) (int64, error) {
@@ -744,7 +796,7 @@ func (st *stack) redisBenchmark(ctx context.Context) (result, error) {
 	cmd := exec.CommandContext(ctx, "redis-benchmark", "-h", host, "-p", port, "-P", "16", "-c", "50", "-n", n, "-r", "1000000", "-q",
 		"EVALSHA", sha, "3", "dedup:"+tag, "freq:"+tag, "hfreq:"+tag,
 		"1", strconv.FormatInt(now.UnixMilli(), 10), "600000", "1", "e-__rand_int__",
-		"window", "1", "86400000", "hours", "3", hour, "168", "3")
+		"window", "1", "86400000", "hours", "4", hour, "169", "3", "608400000")
 	out, err = cmd.Output()
 	if err != nil {
 		return result{}, err

@@ -26,11 +26,15 @@ func (hoursKind) check(it *counting.Item, lim *Limits, field string) error {
 // partName is the kind's part of lua/count.lua (hours.lua).
 func (hoursKind) partName() string { return "hours" }
 
+// write sends days.lua's arguments (hours.lua runs it): every writer
+// keeps R+1 hours, R the counter's largest window, for as long.
 func (k hoursKind) write(it *counting.Item, e *env) writing {
+	keep := int64(e.retention) + 1
 	return writing{part: k.partName(), keys: []string{Hours(it)}, args: []string{
 		strconv.FormatInt(e.hour, 10),
-		strconv.Itoa(e.retention),
+		strconv.FormatInt(keep, 10),
 		strconv.FormatInt(it.Spec.Span, 10),
+		strconv.FormatInt(keep*3_600_000, 10),
 		quiet(it),
 	}}
 }

@@ -49,12 +49,13 @@ func (k reserveKind) partName() string { return string(k.name()) }
 func Reserved(it *counting.Item) string { return Tagged("rsv:", it) }
 
 func (k reserveKind) write(it *counting.Item, e *env) writing {
-	args := []string{strconv.FormatInt(e.now.UnixMilli(), 10), it.EventID}
+	now := strconv.FormatInt(e.now.UnixMilli(), 10)
 	if k.release {
-		args = append(args, quiet(it))
-	} else {
-		args = append(args, strconv.FormatInt(it.Spec.Span, 10))
+		// The bid id is the event id, which count.lua passes: every win
+		// of a counter has the same arguments and shares its run.
+		return writing{part: k.partName(), keys: []string{Reserved(it)}, args: []string{now, quiet(it)}}
 	}
+	args := []string{now, it.EventID, strconv.FormatInt(it.Spec.Span, 10)}
 	return writing{part: k.partName(), keys: []string{Reserved(it)}, args: args}
 }
 

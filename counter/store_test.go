@@ -521,6 +521,58 @@ func TestEventsOfAHotCounterShareOneRun(t *testing.T) {
 	}
 }
 
+// TestWinsOfAHotCounterShareOneRun: the wins of one counter share a run
+// with their releases, since no argument names a bid; each ends its own
+// bid if it was reserved, and is answered with what was live right after it.
+func TestWinsOfAHotCounterShareOneRun(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := newClock(time.Date(2026, 12, 3, 10, 30, 0, 0, time.UTC))
+	v, _ := testStore(t, srv, clk)
+	scope := counting.Scope{Campaign: "7", Event: "win"}
+	bundle := counting.Subject{Dim: "bundle", ID: "com.hot"}
+	var bids []counting.Item
+	for i := range 10 {
+		bids = append(bids, counting.Item{Scope: scope, Subject: bundle, Hits: 1, EventID: fmt.Sprint("b", i), Spec: counting.Spec{Kind: counting.Reserve, Span: 60_000}})
+	}
+	bids = append(bids, counting.Item{Scope: scope, Subject: bundle, Hits: 1, EventID: "other", Spec: counting.Spec{Kind: counting.Reserve, Span: 60_000}})
+	for i, r := range v.Store.Write(context.Background(), bids) {
+		if r.Code != 0 || r.Duplicate {
+			t.Fatalf("reserve %d: %+v", i, r)
+		}
+	}
+	var wins []counting.Item
+	for i := range 20 {
+		eid := fmt.Sprint("b", i)
+		wins = append(wins,
+			counting.Item{Scope: scope, Subject: bundle, Hits: 1, EventID: eid, Spec: counting.Spec{Kind: counting.Release}},
+			counting.Item{Scope: scope, Subject: bundle, Hits: 1, EventID: eid, Spec: counting.Spec{Kind: counting.Day, Span: 1}})
+	}
+	srv.OnMasters(t, "SCRIPT", "LOAD", core.CountScript)
+	srv.OnMasters(t, "CONFIG", "RESETSTAT")
+	got := v.Store.Write(context.Background(), wins)
+	if n := srv.TotalCalls(t, "evalsha") + srv.TotalCalls(t, "eval"); n != 1 {
+		t.Errorf("%d script runs for 20 wins of one counter, want 1", n)
+	}
+	for i := range 20 {
+		rel, day := got[2*i], got[2*i+1]
+		live, dup := int64(11-min(i+1, 10)), i >= 10 // b10.. were never reserved
+		if rel.Code != 0 || rel.Count != live || rel.Duplicate != dup {
+			t.Errorf("release of b%d: %+v, want %d live, duplicate %v", i, rel, live, dup)
+		}
+		if day.Code != 0 || day.Count != int64(i+1) || day.Duplicate {
+			t.Errorf("win b%d: %+v, want count %d", i, day, i+1)
+		}
+	}
+	left := v.Store.Read(context.Background(), []counting.Item{{Scope: scope, Subject: bundle, Spec: counting.Spec{Kind: counting.Reserve}}})
+	if left[0].Code != 0 || left[0].Count != 1 {
+		t.Errorf("after the wins: %+v, want only the bid never won live", left[0])
+	}
+	again := v.Store.Write(context.Background(), wins[:2])
+	if !again[0].Duplicate || !again[1].Duplicate || again[1].Count != 20 {
+		t.Errorf("win b0 again: %+v, want duplicates, count 20", again)
+	}
+}
+
 // TestConcurrentWritesShareBatches: writes that arrive while others are
 // in flight go out together, so concurrent notices of one bundle share
 // runs; each still gets its own count, and every count is there once.

@@ -15,7 +15,10 @@
 --           Redis calls, a tenth of a run: done now and then, the set
 --           still holds at most the TTL's ids and a few more).
 --           A part with "needs" (a bit) runs only for event ids whose
---           score has that bit (release needs reserve's).
+--           score has that bit (release needs reserve's). A part with
+--           "ids" gets the event ids it counts, as its fourth argument
+--           (release: the bids it ends), so that its arguments are the
+--           same for every event and events share runs.
 -- KEYS[1+i] the key of counter i
 -- ARGV[1]   hits of each event (> 0)
 -- ARGV[2]   now, unix ms
@@ -35,11 +38,9 @@ local hits, now, ttl, ne = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3
 -- with W = 4 (before week and month) are below LEGACY (unix ms * 4 until
 -- the year 9000) and decode with 4: an event counted just before an
 -- upgrade is still a duplicate just after it. They are pruned by their
--- own scale, and none is written any more.
+-- own scale, and none is written any more. Every part's bit is below W
+-- (lua's TestPartBits).
 local w, legacy = 1024, 1e15
-for _, p in pairs(parts) do
-  if p.bit >= w then return redis.error_reply('count.lua: a part bit of ' .. p.bit .. ' needs a larger W') end
-end
 local seen = {}
 if ttl > 0 then
   if now % 16 == 0 then
@@ -61,8 +62,11 @@ while a <= #ARGV do
   a = a + 2 + n
 end
 -- Which events count on which counter: dup[(i-1)*np + j].
-local done, dup, counting = {}, {}, {}
-for j = 1, np do counting[j] = 0 end
+local done, dup, counting, ids = {}, {}, {}, {}
+for j = 1, np do
+  counting[j] = 0
+  if fn[j].ids then ids[j] = {} end
+end
 for i = 1, ne do
   local d = 0
   if seen[i] then
@@ -85,19 +89,23 @@ for i = 1, ne do
       d = bit.bor(d, b)
     end
     dup[(i - 1) * np + j] = isdup
-    if not isdup then counting[j] = counting[j] + 1 end
+    if not isdup then
+      counting[j] = counting[j] + 1
+      if ids[j] then ids[j][counting[j]] = ARGV[4 + i] end
+    end
   end
   done[i] = d
 end
 local res = {}
-for j = 1, np do res[j] = fn[j].run(key[j], hits * counting[j], args[j]) end
--- Event i's count is the final one less the hits of the events after it.
+for j = 1, np do res[j] = fn[j].run(key[j], hits * counting[j], args[j], ids[j]) end
+-- Event i's count is the final one less the hits of the events after it
+-- (plus them, for a part whose hits take away: down).
 local out, o = {}, 0
 for i = 1, ne do
   for j = 1, np do
     local isdup, r = dup[(i - 1) * np + j], res[j]
     if not isdup then counting[j] = counting[j] - 1 end
-    out[o + 1], out[o + 2] = #r + 1, r[1] - hits * counting[j]
+    out[o + 1], out[o + 2] = #r + 1, r[1] + (fn[j].down and 1 or -1) * hits * counting[j]
     o = o + 2
     for x = 2, #r do
       o = o + 1

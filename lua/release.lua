@@ -3,15 +3,19 @@
 --
 -- key   rsv:{<tag>}  reserve.lua's ZSet
 -- a[1]  now, unix ms
--- a[2]  the bid id
--- a[3]  "q": a quiet write, no count of what is left (returns {0})
+-- a[2]  "q": a quiet write, no count of what is left (returns {0})
+-- ids   the bids it ends: the event ids of the run's wins that were
+--       reserved (count.lua passes them; no argument names one, so the
+--       wins of a hot counter share one run)
 --
 -- Counted with the bid's win in the same run (the win's event id is the
 -- bid id): the reservation becomes a count exactly once. It needs reserve's
 -- bit: for an event id never reserved on this tag (most wins) count.lua
--- does not run it (hits 0). Returns {n}: the reservations live after it.
-parts.release = {bit = 512, needs = 256, run = function(key, hits, a)
-  if hits > 0 then redis.call('ZREM', key, a[2]) end
-  if a[3] == 'q' then return {0} end
+-- does not run it (hits 0). Returns {n}: the reservations live after it
+-- (down: each event of a shared run is answered with those live right
+-- after it).
+parts.release = {bit = 512, needs = 256, ids = true, down = true, run = function(key, hits, a, ids)
+  if hits > 0 then redis.call('ZREM', key, unpack(ids)) end
+  if a[2] == 'q' then return {0} end
   return {redis.call('ZCOUNT', key, '(' .. a[1], '+inf')}
 end}
