@@ -568,10 +568,21 @@ func (f *Forwarder) ackAll(done []entry) {
 // items resolves each notice's campaign (once) and builds its write.
 func (f *Forwarder) items(sch *counting.Schema, batch []entry) []counting.BatchItem {
 	items := make([]counting.BatchItem, len(batch))
+	// A batch's notices are mostly of a few campaigns: each campaign, and
+	// each parent's needs, is looked up once.
+	memo := &lookups{camps: make(map[string]campaignLookup, 4), parents: map[[4]string]parentLookup{}}
 	for i, e := range batch {
 		n := e.n
 		it := counting.BatchItem{CID: n.cid, Event: n.event, Dims: n.dims, EID: n.eid}
-		camp := f.campaign(n)
+		look, ok := memo.camps[n.cid]
+		if !ok {
+			look = f.campaign(n)
+			memo.camps[n.cid] = look
+		}
+		if look.unknown {
+			f.metrics.unknownCampaigns.Inc()
+		}
+		camp := look.c
 		if n.event == lossEvent {
 			items[i] = lost(sch, n, &camp)
 			continue
@@ -586,7 +597,7 @@ func (f *Forwarder) items(sch *counting.Schema, batch []entry) []counting.BatchI
 		if need.Lifetime {
 			it.LifetimeEnd, _ = camp.EndUnix()
 		}
-		it.Levels = f.levels(sch, n, &camp, it.Release)
+		it.Levels = f.levels(sch, n, &camp, it.Release, memo)
 		items[i] = it
 	}
 	return items
@@ -623,14 +634,14 @@ func windowsWithin(sch *counting.Schema, need campaign.Need) ([]int, int) {
 // advertiser and io, in what the caps of all their campaigns need, and
 // its creative, in what its campaign's creative caps need; each in the
 // notice's dimensions those caps count.
-func (f *Forwarder) levels(sch *counting.Schema, n notice, camp *Campaign, release bool) []counting.LevelCount {
+func (f *Forwarder) levels(sch *counting.Schema, n notice, camp *Campaign, release bool, memo *lookups) []counting.LevelCount {
 	var out []counting.LevelCount
 	for _, l := range counting.Levels {
 		id := camp.LevelID(l, n.cid, n.crid)
 		if l == campaign.LevelCampaign || id == "" {
 			continue
 		}
-		lc := f.levelCount(sch, n, camp, l, id)
+		lc := f.levelCount(sch, n, camp, l, id, memo)
 		if len(lc.Dims) > 0 {
 			out = append(out, lc)
 		}
@@ -654,12 +665,16 @@ func (f *Forwarder) levels(sch *counting.Schema, n notice, camp *Campaign, relea
 
 // levelCount is what a notice counts at level l (id): the notice's
 // dimensions the caps there count, in what they need.
-func (f *Forwarder) levelCount(sch *counting.Schema, n notice, camp *Campaign, l, id string) counting.LevelCount {
+func (f *Forwarder) levelCount(sch *counting.Schema, n notice, camp *Campaign, l, id string, memo *lookups) counting.LevelCount {
 	need, zone := campaign.Needs(camp.Caps, l)[n.event], camp.Timezone
 	if l != campaign.LevelCreative {
-		var parent campaign.Need
-		parent, zone = f.parentNeed(l, id, n, zone)
-		need = need.Union(parent)
+		key := [4]string{l, id, n.event, zone}
+		p, ok := memo.parents[key]
+		if !ok {
+			p.need, p.zone = f.parentNeed(l, id, n, zone)
+			memo.parents[key] = p
+		}
+		need, zone = need.Union(p.need), p.zone
 	}
 	lc := counting.LevelCount{Level: l, ID: id, Week: need.Week, Month: need.Month, Zone: zone, Periods: need.PeriodList()}
 	for _, d := range need.Dims {
@@ -699,7 +714,7 @@ func (f *Forwarder) parentNeed(level, id string, n notice, zone string) (campaig
 // campaign looks a notice's campaign up, retrying Redis errors for up to
 // the forward timeout; an unknown or unreadable campaign counts the day
 // only.
-func (f *Forwarder) campaign(n notice) Campaign {
+func (f *Forwarder) campaign(n notice) campaignLookup {
 	ctx, cancel := context.WithTimeout(f.ctx, f.s.ForwardTimeout)
 	defer cancel()
 	var known bool
@@ -720,12 +735,31 @@ func (f *Forwarder) campaign(n notice) Campaign {
 	}, backoff.WithBackOff(backoff.NewConstantBackOff(20*time.Millisecond)))
 	switch {
 	case errors.Is(err, errUnknown):
-		f.metrics.unknownCampaigns.Inc()
 		f.log.Debug("unknown campaign, counting the day only", "cid", n.cid)
 	case err != nil:
 		f.log.Warn("campaign unreadable, counting the day only", "cid", n.cid, "known", known, "err", err)
 	}
-	return camp
+	return campaignLookup{c: camp, unknown: errors.Is(err, errUnknown)}
+}
+
+// lookups are what one batch's items looked up, each once: campaigns by
+// cid, parents' needs by level, id, event and default zone.
+type lookups struct {
+	camps   map[string]campaignLookup
+	parents map[[4]string]parentLookup
+}
+
+// parentLookup is what a parent's caps need counted, in its zone.
+type parentLookup struct {
+	need campaign.Need
+	zone string
+}
+
+// campaignLookup is what a batch found of one campaign: the campaign, or
+// that it is not in Redis (unknown_campaigns counts its notices).
+type campaignLookup struct {
+	c       Campaign
+	unknown bool
 }
 
 var errUnknown = errors.New("unknown campaign")
