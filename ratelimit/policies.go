@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -171,6 +173,42 @@ func CeilDiv(a, b int64) int64 {
 	return (a + b - 1) / b
 }
 
+// inlinePolicy is the policy of a check's inline rule. A single rule's
+// policy is built (validated, its header written) once and kept, for up
+// to maxInline rules; a policy is never changed once built.
+func inlinePolicy(req *counting.LimitRequest, lim *core.Limits, field string) (*Policy, error) {
+	if len(req.Limits) > 0 {
+		return newPolicy(inline, req.Rule, req.Limits, "", lim, field)
+	}
+	key := inlineKey{req.Rule, lim}
+	if p, ok := inlines.Load(key); ok {
+		return p.(*Policy), nil
+	}
+	p, err := newPolicy(inline, req.Rule, nil, "", lim, field)
+	if err == nil && inlineCount.Load() < maxInline {
+		if _, loaded := inlines.LoadOrStore(key, p); !loaded {
+			inlineCount.Add(1)
+		}
+	}
+	return p, err
+}
+
+// inlineKey names an inline rule's policy: the rule, under the limits it
+// was checked against.
+type inlineKey struct {
+	rule counting.Rule
+	lim  *core.Limits
+}
+
+// maxInline bounds the inline policies kept: callers send a few rules,
+// and a caller that sends a new one every time builds each anew.
+const maxInline = 4096
+
+var (
+	inlines     sync.Map // inlineKey -> *Policy
+	inlineCount atomic.Int32
+)
+
 // Resolve turns a check into its policy and item, refusing bad input with
 // the field named under field.
 func Resolve(named map[string]*Policy, lim *core.Limits, req *counting.LimitRequest, field string) (*Policy, counting.Item, error) {
@@ -194,7 +232,7 @@ func Resolve(named map[string]*Policy, lim *core.Limits, req *counting.LimitRequ
 		}
 	} else {
 		var err error
-		if p, err = newPolicy(inline, req.Rule, req.Limits, "", lim, field); err != nil {
+		if p, err = inlinePolicy(req, lim, field); err != nil {
 			return nil, counting.Item{}, err
 		}
 	}
