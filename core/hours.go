@@ -60,8 +60,8 @@ func (hoursKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
 	return []rueidis.Cacheable{readHours(e.b, it)}, true
 }
 
-func (hoursKind) localName(it *counting.Item) (string, bool) {
-	return Hours(it) + "HGETALL", true
+func (hoursKind) appendLocalName(b []byte, it *counting.Item) ([]byte, bool) {
+	return append(AppendTagged(b, "hfreq:", it), "HGETALL"...), true
 }
 
 func (hoursKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *counting.Result) error {

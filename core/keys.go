@@ -27,40 +27,55 @@ func Escape(s string) string {
 	if !strings.ContainsAny(s, "%:{}") {
 		return s
 	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
-	for i := range len(s) {
-		switch c := s[i]; c {
-		case '%':
-			b.WriteString("%25")
-		case ':':
-			b.WriteString("%3A")
-		case '{':
-			b.WriteString("%7B")
-		case '}':
-			b.WriteString("%7D")
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
+	return string(appendEscaped(make([]byte, 0, len(s)+8), s))
 }
 
 // Tagged returns prefix + "{" + tag + "}" for the item's counter, built
 // with one allocation: reads build keys for every item of a batch.
 func Tagged(prefix string, it *counting.Item) string {
-	if it.Scope.Policy != "" {
-		return prefix + "{p:" + it.Scope.Policy + ":" + Escape(it.Subject.ID) + "}"
-	}
-	if it.Scope.Business != 0 {
-		return prefix + "{b:" + strconv.FormatUint(uint64(it.Scope.Business), 10) + ":" + Escape(it.Subject.ID) + "}"
-	}
-	if l := it.Scope.Level; l != "" {
+	var buf [128]byte
+	return string(AppendTagged(buf[:0], prefix, it))
+}
+
+// AppendTagged appends Tagged(prefix, it) to b.
+func AppendTagged(b []byte, prefix string, it *counting.Item) []byte {
+	b = append(b, prefix...)
+	switch {
+	case it.Scope.Policy != "":
+		b = append(append(append(b, "{p:"...), it.Scope.Policy...), ':')
+	case it.Scope.Business != 0:
+		b = append(strconv.AppendUint(append(b, "{b:"...), uint64(it.Scope.Business), 10), ':')
+	case it.Scope.Level != "":
 		// advertiser=<id>: '=' is not in a campaign id, so no level's
 		// counter shares a campaign's key.
-		return prefix + "{" + it.Scope.Event + ":" + it.Subject.Dim + ":" + l + "=" + it.Scope.Campaign + ":" + Escape(it.Subject.ID) + "}"
+		b = append(append(append(b, '{'), it.Scope.Event...), ':')
+		b = append(append(append(b, it.Subject.Dim...), ':'), it.Scope.Level...)
+		b = append(append(append(b, '='), it.Scope.Campaign...), ':')
+	default:
+		b = append(append(append(b, '{'), it.Scope.Event...), ':')
+		b = append(append(append(b, it.Subject.Dim...), ':'), it.Scope.Campaign...)
+		b = append(b, ':')
 	}
-	return prefix + "{" + it.Scope.Event + ":" + it.Subject.Dim + ":" + it.Scope.Campaign + ":" + Escape(it.Subject.ID) + "}"
+	return append(appendEscaped(b, it.Subject.ID), '}')
+}
+
+// appendEscaped appends Escape(s) to b.
+func appendEscaped(b []byte, s string) []byte {
+	for i := range len(s) {
+		switch c := s[i]; c {
+		case '%':
+			b = append(b, "%25"...)
+		case ':':
+			b = append(b, "%3A"...)
+		case '{':
+			b = append(b, "%7B"...)
+		case '}':
+			b = append(b, "%7D"...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
 }
 
 // Window is the String of a day or seconds counter, with a TTL to the end

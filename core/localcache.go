@@ -46,29 +46,37 @@ func (c *LocalCache) Install(opt *rueidis.ClientOption) {
 }
 
 // localNamed is a kind whose cached read of an item is one command on
-// one key: localName is the name LocalCache keeps its answer under (what
-// cacheKey makes of the command), built without building the command;
-// false when the item's read is not one cached command.
+// one key: appendLocalName appends the name LocalCache keeps its answer
+// under (what rueidis's adapter names the command's answer: the key, then
+// the command without it), built without building the command; false
+// when the item's read is not one cached command.
 type localNamed interface {
-	localName(it *counting.Item) (string, bool)
+	appendLocalName(b []byte, it *counting.Item) ([]byte, bool)
 }
 
-// lookup answers every name (cacheKey) from the table, or reports false
-// when any is missing or past its client-side TTL.
-func (c *LocalCache) lookup(names []string, now time.Time) ([]rueidis.RedisResult, bool) {
-	if c == nil || len(names) == 0 {
-		return nil, false
-	}
-	res := make([]rueidis.RedisResult, len(names))
+// lookupItems answers each item from the table by its kind's local name,
+// or reports false when any is missing or past its client-side TTL.
+// Consecutive hour windows of one counter share one answer (at).
+func (c *LocalCache) lookupItems(items []counting.Item, at []span, now time.Time) ([]rueidis.RedisResult, bool) {
+	res := make([]rueidis.RedisResult, 0, len(items))
+	var buf [160]byte
 	ms := now.UnixMilli()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	for i, name := range names {
-		v, ok := c.m[name]
-		if !ok || v.CachePXAT() <= ms {
+	for i := range items {
+		if i > 0 && at[i] == at[i-1] {
+			continue
+		}
+		named, ok := kinds[items[i].Spec.Kind].(localNamed)
+		if !ok {
 			return nil, false
 		}
-		res[i] = rueidis.NewResult(v, nil)
+		name, one := named.appendLocalName(buf[:0], &items[i])
+		v, hit := c.m[string(name)] // no string is made for a lookup
+		if !one || !hit || v.CachePXAT() <= ms {
+			return nil, false
+		}
+		res = append(res, rueidis.NewResult(v, nil))
 	}
 	return res, true
 }

@@ -646,8 +646,8 @@ func (s *Store) readLocal(items []counting.Item, e *env) (res []counting.Result,
 	}
 	through = make([]bool, len(items))
 	p := &readPlan{e: e, at: make([]span, len(items))}
-	names := make([]string, 0, len(items))
 	ok = len(items) > 0
+	n := 0
 	for i := range items {
 		it := &items[i]
 		if i > 0 && sameHours(&items[i-1], it) {
@@ -655,20 +655,14 @@ func (s *Store) readLocal(items []counting.Item, e *env) (res []counting.Result,
 			continue
 		}
 		through[i] = s.throughCache(it)
-		named, isNamed := kinds[it.Spec.Kind].(localNamed)
-		if !ok || !through[i] || !isNamed {
-			ok = false
-			continue
-		}
-		name, one := named.localName(it)
-		ok = one
-		p.at[i] = span{cached: true, from: len(names), to: len(names) + 1}
-		names = append(names, name)
+		ok = ok && through[i]
+		p.at[i] = span{cached: true, from: n, to: n + 1}
+		n++
 	}
 	if !ok {
 		return nil, through, false
 	}
-	rs, ok := s.local.lookup(names, time.Now())
+	rs, ok := s.local.lookupItems(items, p.at, time.Now())
 	if !ok {
 		return nil, through, false
 	}

@@ -87,13 +87,13 @@ func (k windowKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) 
 	return readWindow(e.b, it)
 }
 
-// localName is a campaign day's GET; a seconds window's read is two
+// appendLocalName: a campaign day's GET; a seconds window's read is two
 // commands and not cached.
-func (k windowKind) localName(it *counting.Item) (string, bool) {
+func (k windowKind) appendLocalName(b []byte, it *counting.Item) ([]byte, bool) {
 	if it.Scope.Campaign == "" {
-		return "", false
+		return b, false
 	}
-	return Window(it) + "GET", true
+	return append(AppendTagged(b, "freq:", it), "GET"...), true
 }
 
 func (k windowKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *counting.Result) error {
