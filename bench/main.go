@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/freqcap/freqcap/core"
+	"github.com/freqcap/freqcap/shared/counting"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -781,7 +782,7 @@ func (st *stack) redisInt(key string) (int64, error) {
 // writes.
 func (st *stack) redisBenchmark(ctx context.Context) (result, error) {
 	host, port, _ := net.SplitHostPort(st.redisAddr)
-	out, err := exec.CommandContext(ctx, "redis-cli", "-h", host, "-p", port, "SCRIPT", "LOAD", core.CountScript).Output()
+	out, err := exec.CommandContext(ctx, "redis-cli", "-h", host, "-p", port, "SCRIPT", "LOAD", core.CountScriptOf(counting.Day, counting.Hours)).Output()
 	if err != nil {
 		return result{}, err
 	}

@@ -116,12 +116,3 @@ func partNames() []string {
 	}
 	return slices.Sorted(maps.Keys(seen))
 }
-
-// limiterNames are the rate limiter kinds' names (their Lua files), sorted.
-func limiterNames() []string {
-	var out []string
-	for _, k := range Limiters() {
-		out = append(out, string(k))
-	}
-	return out
-}

@@ -66,7 +66,17 @@ func takers(o option) string {
 	return strings.Join(names, " and ")
 }
 
-var limitScript = newScript(lua.Limit(limiterNames()))
+// limitScripts are limit.lua with the kinds of a check's limits.
+var limitScripts = scriptSet{build: lua.Limit}
+
+// limitScriptOf is the limit script of a check of it.
+func limitScriptOf(it *counting.Item) *script {
+	names := make([]string, 0, 1+len(it.Spec.Also))
+	for _, s := range specs(it) {
+		names = append(names, string(s.Kind))
+	}
+	return limitScripts.of(names)
+}
 
 const (
 	// MaxPeriodMs bounds a limiter's period: 30 days.
@@ -170,7 +180,7 @@ func (k limiterKind) key(it *counting.Item, s *counting.Spec, suffix string) str
 
 func (limiterKind) write(it *counting.Item, e *env) writing {
 	keys, args := limitKeysArgs(it, e, "")
-	return writing{script: limitScript, keys: keys, args: args}
+	return writing{script: limitScriptOf(it), keys: keys, args: args}
 }
 
 // limitKeysArgs is the keys and arguments of lua/limit.lua for the item's

@@ -3,6 +3,9 @@ package core
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"slices"
+	"strings"
+	"sync"
 
 	"github.com/redis/rueidis"
 )
@@ -27,6 +30,27 @@ func (s *script) evalsha(c rueidis.Client, keys, args []string) rueidis.Complete
 
 func (s *script) eval(c rueidis.Client, keys, args []string) rueidis.Completed {
 	return c.B().Eval().Script(s.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+// scriptSet holds the variants of one script by the parts each defines
+// (count.lua's parts, limit.lua's kinds): a run defines every function of
+// its script anew, about 2,000 instructions each, so a run is sent the
+// variant with only its own.
+type scriptSet struct {
+	build func(names []string) string
+	m     sync.Map // names joined with commas -> *script
+}
+
+// of is the variant defining names (any order, repeats allowed).
+func (ss *scriptSet) of(names []string) *script {
+	slices.Sort(names)
+	names = slices.Compact(names)
+	key := strings.Join(names, ",")
+	if s, ok := ss.m.Load(key); ok {
+		return s.(*script)
+	}
+	s, _ := ss.m.LoadOrStore(key, newScript(ss.build(names)))
+	return s.(*script)
 }
 
 func isNoScript(err error) bool {

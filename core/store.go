@@ -314,7 +314,7 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 			r = rs[n-1]
 		} else {
 			// Sized for the usual run: one dimension's day and hours.
-			r = &scriptRun{script: countScript, parts: true, hits: it.Hits, eids: []string{it.EventID},
+			r = &scriptRun{parts: true, hits: it.Hits, eids: []string{it.EventID},
 				keys: append(make([]string, 0, 3), group), items: make([]int, 0, 2), partArgs: make([]string, 0, 8)}
 			groups[group] = append(rs, r)
 		}
@@ -340,6 +340,7 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 	now, dedupeTTL := strconv.FormatInt(e.now.UnixMilli(), 10), strconv.FormatInt(e.dedupeTTL.Milliseconds(), 10)
 	for _, r := range out {
 		if r.parts {
+			r.script = countScriptOf(r.partArgs)
 			ttl := "0" // no event id
 			if r.eids[0] != "" {
 				ttl = dedupeTTL
@@ -368,11 +369,36 @@ func mergeable(a, b *scriptRun) bool {
 	return true
 }
 
-// CountScript is the script the day and hour counters count with
-// (lua.Count of the registered parts), for tools that load it.
+// CountScript is the script with every part of lua/count.lua (lua.Count
+// of the registered parts), for tools that load it. A run is sent the
+// script of the parts it counts with (countScriptOf): each run defines the
+// parts of its script anew.
 var CountScript = lua.Count(partNames())
 
-var countScript = newScript(CountScript)
+// countScripts are count.lua with the parts of a run.
+var countScripts = scriptSet{build: lua.Count}
+
+// countScriptOf is the count script of a run whose parts' arguments are
+// partArgs (name, how many arguments, them; see count.lua).
+func countScriptOf(partArgs []string) *script {
+	names := make([]string, 0, 4)
+	for a := 0; a+1 < len(partArgs); {
+		names = append(names, partArgs[a])
+		n, _ := strconv.Atoi(partArgs[a+1])
+		a += 2 + n
+	}
+	return countScripts.of(names)
+}
+
+// CountScriptOf is the count script a run of items of these kinds is sent
+// (the parts they count with), for tests and tools that load it first.
+func CountScriptOf(ks ...counting.Kind) string {
+	var args []string
+	for _, k := range ks {
+		args = append(args, kinds[k].(interface{ partName() string }).partName(), "0")
+	}
+	return countScriptOf(args).src
+}
 
 // splitPart takes one part's answer off the front of a count.lua answer:
 // its length, then its values.

@@ -23,7 +23,7 @@ func (s *Store) View(ctx context.Context, it counting.Item, sub, total string) (
 		if !cluster {
 			keys = append(keys, total)
 		}
-		out, err := limitScript.Exec(ctx, s.rdb, keys, args).AsIntSlice()
+		out, err := limitScriptOf(&it).Exec(ctx, s.rdb, keys, args).AsIntSlice()
 		if err != nil {
 			s.metrics.RedisError("view")
 			return err

@@ -484,8 +484,8 @@ func TestEventsOfAHotCounterShareOneRun(t *testing.T) {
 		batch = append(batch, event(bundle, fmt.Sprint("h", i))...)
 		batch = append(batch, event(counting.Subject{Dim: "device", ID: fmt.Sprint("d", i)}, fmt.Sprint("h", i))...)
 	}
-	batch = append(batch, event(bundle, "h10")...)       // sent twice in one batch
-	srv.OnMasters(t, "SCRIPT", "LOAD", core.CountScript) // no NOSCRIPT round on any master
+	batch = append(batch, event(bundle, "h10")...)                                       // sent twice in one batch
+	srv.OnMasters(t, "SCRIPT", "LOAD", core.CountScriptOf(counting.Day, counting.Hours)) // no NOSCRIPT round on any master
 	srv.OnMasters(t, "CONFIG", "RESETSTAT")
 	got := v.Store.Write(context.Background(), batch)
 
@@ -547,7 +547,7 @@ func TestWinsOfAHotCounterShareOneRun(t *testing.T) {
 			counting.Item{Scope: scope, Subject: bundle, Hits: 1, EventID: eid, Spec: counting.Spec{Kind: counting.Release}},
 			counting.Item{Scope: scope, Subject: bundle, Hits: 1, EventID: eid, Spec: counting.Spec{Kind: counting.Day, Span: 1}})
 	}
-	srv.OnMasters(t, "SCRIPT", "LOAD", core.CountScript)
+	srv.OnMasters(t, "SCRIPT", "LOAD", core.CountScriptOf(counting.Release, counting.Day))
 	srv.OnMasters(t, "CONFIG", "RESETSTAT")
 	got := v.Store.Write(context.Background(), wins)
 	if n := srv.TotalCalls(t, "evalsha") + srv.TotalCalls(t, "eval"); n != 1 {
@@ -579,7 +579,7 @@ func TestWinsOfAHotCounterShareOneRun(t *testing.T) {
 func TestConcurrentWritesShareBatches(t *testing.T) {
 	srv := redistest.Start(t)
 	v, _ := testStore(t, srv, newClock(time.Date(2026, 12, 3, 10, 30, 0, 0, time.UTC)))
-	srv.OnMasters(t, "SCRIPT", "LOAD", core.CountScript)
+	srv.OnMasters(t, "SCRIPT", "LOAD", core.CountScriptOf(counting.Day))
 	srv.OnMasters(t, "CONFIG", "RESETSTAT")
 	const n = 400
 	counts := make(chan int64, n)

@@ -13,23 +13,19 @@
 -- hits 0 reads (the event was counted before). Returns {sum}: the sum of
 -- fields i-N+1..i after the hits.
 parts.days = {bit = 32, run = function(key, hits, a)
-  local i, keep, n = tonumber(a[1]), tonumber(a[2]), tonumber(a[3])
+  -- Numbers only where arithmetic needs them (see count.lua).
   if hits > 0 then
-    local first = redis.call('HINCRBY', key, i, hits) == hits
-    -- Only a new period's field moves the end of what is kept: later
-    -- writes in the period would set the same TTL (hours: a later one,
-    -- but the buckets it keeps longer are out of every window by then).
+    local first = redis.call('HINCRBY', key, a[1], hits == 1 and '1' or hits) == hits
     if first then redis.call('PEXPIRE', key, a[4]) end
-    -- Keep at most K fields: drop the periods that left the retention.
-    -- Only a new field can push the hash past that, so only then look.
-    if first and redis.call('HLEN', key) > keep then
-      local oldest = i - keep + 1
+    if first and redis.call('HLEN', key) > tonumber(a[2]) then
+      local oldest = tonumber(a[1]) - tonumber(a[2]) + 1
       for _, f in ipairs(redis.call('HKEYS', key)) do
         if tonumber(f) < oldest then redis.call('HDEL', key, f) end
       end
     end
   end
   if a[5] == 'q' then return {0} end
+  local i, n = tonumber(a[1]), tonumber(a[3])
   local fields = {}
   for j = 1, n do fields[j] = i - n + j end
   local sum = 0

@@ -14,6 +14,9 @@ package lua
 
 import (
 	"embed"
+	"maps"
+	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -40,17 +43,37 @@ func file(name string) string {
 
 // Count is the script that counts one event on one or more counters of
 // one hash tag with one event-id check: count.lua with the function of
-// every part before it. A part is the file <part>.lua defining
-// parts.<part> with its bit; see count.lua for the contract.
+// each part given, and of the parts those run (hours runs days), before
+// it. A part is the file <part>.lua defining parts.<part> with its bit;
+// see count.lua for the contract. A run defines every part of its script
+// anew, about 2,000 instructions each, so a run's script holds only the
+// parts it counts with.
 func Count(parts []string) string {
+	all := map[string]bool{}
+	var add func(p string)
+	add = func(p string) {
+		if all[p] {
+			return
+		}
+		all[p] = true
+		for _, m := range usesPart.FindAllStringSubmatch(file(p+".lua"), -1) {
+			add(m[1])
+		}
+	}
+	for _, p := range parts {
+		add(p)
+	}
 	var b strings.Builder
 	b.WriteString(writes + "local parts = {}\n")
-	for _, p := range parts {
+	for _, p := range slices.Sorted(maps.Keys(all)) {
 		b.WriteString(file(p + ".lua"))
 	}
 	b.WriteString(file("count.lua"))
 	return b.String()
 }
+
+// usesPart finds a part's call of another's function.
+var usesPart = regexp.MustCompile(`parts\.(\w+)\.run\(`)
 
 // Limit is the script that checks a hit against one or more rate limits
 // all or nothing: limit.lua with the function of every kind before it. A

@@ -3,6 +3,7 @@ package lua
 import (
 	"io/fs"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -39,6 +40,29 @@ func TestPartBits(t *testing.T) {
 	for part, bit := range needs {
 		if _, ok := owner[bit]; !ok {
 			t.Errorf("part %s needs bit %d, which no part has", part, bit)
+		}
+	}
+}
+
+// TestCountHoldsThePartsItRuns checks that a count script holds the parts
+// asked for and those they run, and no other.
+func TestCountHoldsThePartsItRuns(t *testing.T) {
+	for _, tt := range []struct {
+		parts []string
+		want  []string
+	}{
+		{[]string{"window"}, []string{"window"}},
+		{[]string{"hours", "window"}, []string{"days", "hours", "window"}},
+		{[]string{"lifetime", "months"}, []string{"days", "lifetime", "months", "window"}},
+		{[]string{"release", "window"}, []string{"release", "window"}},
+	} {
+		src := Count(tt.parts)
+		var got []string
+		for _, m := range regexp.MustCompile(`(?m)^parts\.(\w+) = `).FindAllStringSubmatch(src, -1) {
+			got = append(got, m[1])
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("Count(%v) defines %v, want %v", tt.parts, got, tt.want)
 		}
 	}
 }

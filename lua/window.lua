@@ -8,7 +8,7 @@
 -- count after the hits and the milliseconds left of the live window (PTTL).
 parts.window = {bit = 1, run = function(key, hits, a)
   if hits > 0 then
-    local count = redis.call('INCRBY', key, hits)
+    local count = redis.call('INCRBY', key, hits == 1 and '1' or hits)
     -- The window is opened by the hit that created the key; a key that
     -- lost its TTL (set by hand) gets the new one rather than living forever.
     local ttl = count == hits and -1 or redis.call('PTTL', key)
