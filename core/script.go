@@ -43,6 +43,7 @@ type scriptSet struct {
 
 // of is the variant defining names (any order, repeats allowed).
 func (ss *scriptSet) of(names []string) *script {
+	names = slices.Clone(names)
 	slices.Sort(names)
 	names = slices.Compact(names)
 	key := strings.Join(names, ",")

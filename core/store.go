@@ -217,10 +217,11 @@ func (s *Store) write(ctx context.Context, items []counting.Item) []counting.Res
 		}
 	}
 	if len(again) > 0 {
-		// The runs of one counter use one script, so they are all here and
-		// go again in their order (unless another request loaded the script
-		// in the middle of this batch: then a counter's later run may have
-		// gone before an earlier one, which only swaps their answers).
+		// The runs of one counter tag use one script (runs), so they are
+		// all here and go again in their order (unless another request
+		// loaded the script in the middle of this batch: then a counter's
+		// later run may have gone before an earlier one, which only swaps
+		// their answers).
 		evals := make(rueidis.Commands, len(again))
 		for k, p := range again {
 			evals[k] = runs[p].script.eval(s.rdb, runs[p].keys, runs[p].args)
@@ -337,10 +338,19 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 			out = append(out, r)
 		}
 	}
+	// Every run of one counter tag gets the same script, the one with the
+	// parts of them all: a script Redis lacks (NOSCRIPT) then fails all of
+	// them, and they go again in their order.
+	parts := map[string][]string{}
+	for _, r := range out {
+		if r.parts {
+			parts[r.keys[0]] = appendPartNames(parts[r.keys[0]], r.partArgs)
+		}
+	}
 	now, dedupeTTL := strconv.FormatInt(e.now.UnixMilli(), 10), strconv.FormatInt(e.dedupeTTL.Milliseconds(), 10)
 	for _, r := range out {
 		if r.parts {
-			r.script = countScriptOf(r.partArgs)
+			r.script = countScripts.of(parts[r.keys[0]])
 			ttl := "0" // no event id
 			if r.eids[0] != "" {
 				ttl = dedupeTTL
@@ -378,26 +388,25 @@ var CountScript = lua.Count(partNames())
 // countScripts are count.lua with the parts of a run.
 var countScripts = scriptSet{build: lua.Count}
 
-// countScriptOf is the count script of a run whose parts' arguments are
-// partArgs (name, how many arguments, them; see count.lua).
-func countScriptOf(partArgs []string) *script {
-	names := make([]string, 0, 4)
+// appendPartNames appends the names of the parts in partArgs (name, how
+// many arguments, them; see count.lua) to names.
+func appendPartNames(names, partArgs []string) []string {
 	for a := 0; a+1 < len(partArgs); {
 		names = append(names, partArgs[a])
 		n, _ := strconv.Atoi(partArgs[a+1])
 		a += 2 + n
 	}
-	return countScripts.of(names)
+	return names
 }
 
 // CountScriptOf is the count script a run of items of these kinds is sent
 // (the parts they count with), for tests and tools that load it first.
 func CountScriptOf(ks ...counting.Kind) string {
-	var args []string
+	var names []string
 	for _, k := range ks {
-		args = append(args, kinds[k].(interface{ partName() string }).partName(), "0")
+		names = append(names, kinds[k].(interface{ partName() string }).partName())
 	}
-	return countScriptOf(args).src
+	return countScripts.of(names).src
 }
 
 // splitPart takes one part's answer off the front of a count.lua answer:

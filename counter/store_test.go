@@ -573,6 +573,31 @@ func TestWinsOfAHotCounterShareOneRun(t *testing.T) {
 	}
 }
 
+// TestRunsOfACounterShareTheirScript: the runs of one counter tag in a
+// batch are sent one script, so a script Redis lacks fails them all and
+// they go again in their order: each event is answered as if it ran alone,
+// in order, even when only some scripts were loaded.
+func TestRunsOfACounterShareTheirScript(t *testing.T) {
+	srv := redistest.Start(t)
+	v, _ := testStore(t, srv, newClock(time.Date(2026, 12, 3, 10, 30, 0, 0, time.UTC)))
+	scope, subj := counting.Scope{Campaign: "9", Event: "win"}, counting.Subject{Dim: "bundle", ID: "com.order"}
+	day := counting.Spec{Kind: counting.Day, Span: 1}
+	batch := []counting.Item{
+		{Scope: scope, Subject: subj, Hits: 1, EventID: "a", Spec: day}, // a run of the day alone
+		{Scope: scope, Subject: subj, Hits: 1, EventID: "b", Spec: day}, // the day and the hours
+		{Scope: scope, Subject: subj, Hits: 1, EventID: "b", Spec: counting.Spec{Kind: counting.Hours, Span: 3}},
+	}
+	srv.OnMasters(t, "SCRIPT", "FLUSH")
+	// The script of the second run only, as another request may have left.
+	srv.OnMasters(t, "SCRIPT", "LOAD", core.CountScriptOf(counting.Day, counting.Hours))
+	got := v.Store.Write(context.Background(), batch)
+	for i, want := range []int64{1, 2, 1} {
+		if got[i].Code != 0 || got[i].Count != want {
+			t.Errorf("item %d: %+v, want count %d", i, got[i], want)
+		}
+	}
+}
+
 // TestConcurrentWritesShareBatches: writes that arrive while others are
 // in flight go out together, so concurrent notices of one bundle share
 // runs; each still gets its own count, and every count is there once.
