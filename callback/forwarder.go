@@ -648,11 +648,14 @@ func (f *Forwarder) levels(sch *counting.Schema, n notice, camp *Campaign, relea
 		if !release {
 			continue
 		}
-		// A win ends its bid's reservation on every dimension of every
-		// level, also where it counts nothing.
+		// A win ends its bid's reservation on every dimension a cap of its
+		// campaign reads at the level (where a bid is held: a cap of
+		// another event may read one the win counts nothing on), and
+		// only there: any other costs a script run per notice for nothing.
 		rest := counting.LevelCount{Level: l, ID: id, Lost: true}
+		read, every := capDims(camp.Caps, l)
 		for _, d := range slices.Sorted(maps.Keys(n.dims)) {
-			if !slices.Contains(lc.Dims, d) {
+			if !slices.Contains(lc.Dims, d) && (every || slices.Contains(read, d)) {
 				rest.Dims = append(rest.Dims, d)
 			}
 		}
@@ -661,6 +664,21 @@ func (f *Forwarder) levels(sch *counting.Schema, n notice, camp *Campaign, relea
 		}
 	}
 	return out
+}
+
+// capDims are the dimensions caps of level l read, whatever their event;
+// every when one names none (stored before its default was filled in).
+func capDims(caps []campaign.Cap, l string) (dims []string, every bool) {
+	for _, c := range caps {
+		switch {
+		case c.Level != l:
+		case c.Dim == "":
+			return nil, true
+		case !slices.Contains(dims, c.Dim):
+			dims = append(dims, c.Dim)
+		}
+	}
+	return dims, false
 }
 
 // levelCount is what a notice counts at level l (id): the notice's
