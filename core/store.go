@@ -103,7 +103,6 @@ const maxWriteItems = 2000
 type writeJob struct {
 	ctx   context.Context
 	items []counting.Item
-	plan  *readPlan
 	done  chan []counting.Result
 }
 
@@ -381,7 +380,7 @@ func mergeable(a, b *scriptRun) bool {
 
 // CountScript is the script with every part of lua/count.lua (lua.Count
 // of the registered parts), for tools that load it. A run is sent the
-// script of the parts it counts with (countScriptOf): each run defines the
+// script of the parts it counts with (countScripts): each run defines the
 // parts of its script anew.
 var CountScript = lua.Count(partNames())
 
