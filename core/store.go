@@ -337,9 +337,15 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 			out = append(out, r)
 		}
 	}
-	// Every run of one counter tag gets the same script, the one with the
-	// parts of them all: a script Redis lacks (NOSCRIPT) then fails all of
-	// them, and they go again in their order.
+	finishRuns(out, e)
+	return out
+}
+
+// finishRuns gives the runs of count.lua their script and arguments.
+// Every run of one counter tag gets the same script, the one with the
+// parts of them all: a script Redis lacks (NOSCRIPT) then fails all of
+// them, and they go again in their order.
+func finishRuns(out []*scriptRun, e *env) {
 	parts := map[string][]string{}
 	for _, r := range out {
 		if r.parts {
@@ -358,7 +364,6 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 			r.args = append(append(append(r.args, strconv.FormatInt(r.hits, 10), now, ttl, strconv.Itoa(len(r.eids))), r.eids...), r.partArgs...)
 		}
 	}
-	return out
 }
 
 // mergeable reports whether run b (one event) can join run a: both count
@@ -679,22 +684,29 @@ func (s *Store) readLocal(items []counting.Item, e *env) (res []counting.Result,
 		return nil, nil, false
 	}
 	through = make([]bool, len(items))
-	p := &readPlan{e: e, at: make([]span, len(items))}
 	ok = len(items) > 0
-	n := 0
 	for i := range items {
-		it := &items[i]
-		if i > 0 && sameHours(&items[i-1], it) {
-			through[i], p.at[i] = through[i-1], p.at[i-1]
+		if i > 0 && sameHours(&items[i-1], &items[i]) {
+			through[i] = through[i-1]
 			continue
 		}
-		through[i] = s.throughCache(it)
+		through[i] = s.throughCache(&items[i])
 		ok = ok && through[i]
-		p.at[i] = span{cached: true, from: n, to: n + 1}
-		n++
 	}
 	if !ok {
 		return nil, through, false
+	}
+	// Every item's answer is one cached command's, the hour windows of a
+	// counter sharing theirs.
+	p := &readPlan{e: e, at: make([]span, len(items))}
+	n := 0
+	for i := range items {
+		if i > 0 && sameHours(&items[i-1], &items[i]) {
+			p.at[i] = p.at[i-1]
+			continue
+		}
+		p.at[i] = span{cached: true, from: n, to: n + 1}
+		n++
 	}
 	rs, ok := s.local.lookupItems(items, p.at, time.Now())
 	if !ok {

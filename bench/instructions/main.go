@@ -125,22 +125,7 @@ func ops() []op {
 		{"the same, quiet (callback's forwarding: no counts answered)", false, write(true, false, "e-")},
 		{"quiet, of a device already counted this hour", true, write(true, false, "again-")},
 		{"quiet win releasing its bid's reservation (none held), as callback sends wins", false, write(true, true, "w-")},
-		{"quiet wins as callback forwards them, per notice: device and a shared tagid, 16 notices a batch", false, func(ctx context.Context, st *core.Store, i0, n int) error {
-			for i := i0; i < i0+n; i += 16 {
-				qs := make([]campaign.Query, 0, 16)
-				for k := i; k < min(i+16, i0+n); k++ {
-					qs = append(qs, campaign.Query{CID: "42", Event: "win", Windows: []int{24}, EID: "b-" + strconv.Itoa(k), Quiet: true,
-						Release: true, ReserveEvent: "win", Dims: []campaign.Dim{{Name: "device", ID: device(k)}, {Name: "tagid", ID: "7"}}})
-				}
-				its, _ := campaign.Items(qs, true)
-				for _, r := range st.Write(ctx, its) {
-					if r.Code != 0 {
-						return errors.New(r.Msg)
-					}
-				}
-			}
-			return nil
-		}},
+		{"quiet wins as callback forwards them, per notice: device and a shared tagid, 16 notices a batch", false, batchedWins},
 		{"device read (day + 24 h window)", true, func(ctx context.Context, st *core.Store, i0, n int) error {
 			for i := i0; i < i0+n; i++ {
 				q := campaign.Query{CID: "42", Event: "win", Dims: []campaign.Dim{{Name: "device", ID: device(i)}}, Windows: []int{24}}
@@ -166,6 +151,25 @@ func ops() []op {
 			return nil
 		}},
 	}
+}
+
+// batchedWins writes wins as callback forwards them: 16 notices a batch,
+// each on its own device and one shared tagid, quiet, releasing.
+func batchedWins(ctx context.Context, st *core.Store, i0, n int) error {
+	for i := i0; i < i0+n; i += 16 {
+		qs := make([]campaign.Query, 0, 16)
+		for k := i; k < min(i+16, i0+n); k++ {
+			qs = append(qs, campaign.Query{CID: "42", Event: "win", Windows: []int{24}, EID: "b-" + strconv.Itoa(k), Quiet: true,
+				Release: true, ReserveEvent: "win", Dims: []campaign.Dim{{Name: "device", ID: device(k)}, {Name: "tagid", ID: "7"}}})
+		}
+		its, _ := campaign.Items(qs, true)
+		for _, r := range st.Write(ctx, its) {
+			if r.Code != 0 {
+				return errors.New(r.Msg)
+			}
+		}
+	}
+	return nil
 }
 
 func device(i int) string { return fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i) }
