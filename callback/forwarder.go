@@ -653,9 +653,12 @@ func (f *Forwarder) levels(sch *counting.Schema, n notice, camp *Campaign, relea
 		// another event may read one the win counts nothing on), and
 		// only there: any other costs a script run per notice for nothing.
 		rest := counting.LevelCount{Level: l, ID: id, Lost: true}
-		read, every := capDims(camp.Caps, l)
+		var read []string
+		for _, need := range campaign.Needs(camp.Caps, l) {
+			read = append(read, need.Dims...)
+		}
 		for _, d := range slices.Sorted(maps.Keys(n.dims)) {
-			if !slices.Contains(lc.Dims, d) && (every || slices.Contains(read, d)) {
+			if !slices.Contains(lc.Dims, d) && slices.Contains(read, d) {
 				rest.Dims = append(rest.Dims, d)
 			}
 		}
@@ -664,21 +667,6 @@ func (f *Forwarder) levels(sch *counting.Schema, n notice, camp *Campaign, relea
 		}
 	}
 	return out
-}
-
-// capDims are the dimensions caps of level l read, whatever their event;
-// every when one names none (stored before its default was filled in).
-func capDims(caps []campaign.Cap, l string) (dims []string, every bool) {
-	for _, c := range caps {
-		switch {
-		case c.Level != l:
-		case c.Dim == "":
-			return nil, true
-		case !slices.Contains(dims, c.Dim):
-			dims = append(dims, c.Dim)
-		}
-	}
-	return dims, false
 }
 
 // levelCount is what a notice counts at level l (id): the notice's

@@ -81,8 +81,8 @@ func (c *LocalCache) lookupItems(items []counting.Item, at []span, now time.Time
 	return res, true
 }
 
-// Len is how many answers the table holds.
-func (c *LocalCache) Len() int {
+// size is how many answers the table holds.
+func (c *LocalCache) size() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return len(c.m)

@@ -59,7 +59,7 @@ func TestLocalCacheHoldsWhatRueidisCaches(t *testing.T) {
 	}
 	rs, ok := lc.lookup(names(cmds()), time.Now())
 	if !ok {
-		t.Fatalf("after rueidis cached them, the table holds %d answers but not these", lc.Len())
+		t.Fatalf("after rueidis cached them, the table holds %d answers but not these", lc.size())
 	}
 	if v, _ := rs[0].ToString(); v != "5" {
 		t.Errorf("GET answered %q from the table, want 5", v)
@@ -82,7 +82,7 @@ func TestLocalCacheHoldsWhatRueidisCaches(t *testing.T) {
 	// A broken connection may have missed invalidations: nothing it
 	// cached may be answered.
 	srv.OnMasters(t, "CLIENT", "KILL", "TYPE", "normal")
-	waitUntil(t, func() bool { return lc.Len() == 0 })
+	waitUntil(t, func() bool { return lc.size() == 0 })
 }
 
 // TestLocalNamesAreRueidisNames checks that the names the kinds give their
@@ -183,12 +183,12 @@ func TestLocalCacheIsBounded(t *testing.T) {
 	for k, v := range lc.m {
 		sum += entryBytes(k, v)
 	}
-	if sum != lc.bytes || lc.Len() < 100 {
-		t.Errorf("table counts %d bytes for %d entries that take %d", lc.bytes, lc.Len(), sum)
+	if sum != lc.bytes || lc.size() < 100 {
+		t.Errorf("table counts %d bytes for %d entries that take %d", lc.bytes, lc.size(), sum)
 	}
 	s.Flush()
-	if lc.Len() != 0 || lc.bytes != 0 {
-		t.Errorf("after Flush: %d entries, %d bytes", lc.Len(), lc.bytes)
+	if lc.size() != 0 || lc.bytes != 0 {
+		t.Errorf("after Flush: %d entries, %d bytes", lc.size(), lc.bytes)
 	}
 }
 

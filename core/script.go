@@ -43,10 +43,13 @@ type scriptSet struct {
 
 // of is the variant defining names (any order, repeats allowed).
 func (ss *scriptSet) of(names []string) *script {
-	names = slices.Clone(names)
-	slices.Sort(names)
-	names = slices.Compact(names)
-	key := strings.Join(names, ",")
+	key := ""
+	if len(names) == 1 {
+		key = names[0] // a check of one limit: nothing to sort or join
+	} else {
+		names = slices.Compact(slices.Sorted(slices.Values(names)))
+		key = strings.Join(names, ",")
+	}
 	if s, ok := ss.m.Load(key); ok {
 		return s.(*script)
 	}
