@@ -12,6 +12,7 @@ import (
 
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/httpjson"
 	"github.com/freqcap/freqcap/shared/ids"
 )
 
@@ -45,49 +46,79 @@ func (p *Parser) FromURL(vals url.Values, extra map[string]*string) (Query, erro
 		if len(vs) != 1 {
 			return q, apierr.Invalid("%s must be given once", name)
 		}
-		v := vs[0]
-		switch name {
-		case "cid":
-			q.CID = v
-		case "event":
-			q.Event = v
-		case "eid":
-			q.EID = v
-		case "windowHours":
-			ws, err := p.windows(v)
-			if err != nil {
-				return q, err
-			}
-			q.Windows = ws
-		case "paceWindowSec":
-			n, err := IntParam(name, v, 0, p.maxPace)
-			if err != nil {
-				return q, err
-			}
-			q.PaceWindowSec = n
-		case "week", "month":
-			on, err := strconv.ParseBool(v)
-			if err != nil {
-				return q, apierr.Invalid("%s must be true or false, got %q", name, v)
-			}
-			if name == "week" {
-				q.Week = on
-			} else {
-				q.Month = on
-			}
-		default:
-			if dst, ok := extra[name]; ok {
-				*dst = v
-				continue
-			}
-			if !slices.Contains(p.dims, name) {
-				return q, p.unknownParam(name, extra)
-			}
-			q.Dims = append(q.Dims, Dim{Name: name, ID: v})
+		if err := p.set(&q, name, vs[0], extra); err != nil {
+			return q, err
 		}
 	}
 	p.sortDims(q.Dims)
 	return q, p.validate(&q, "")
+}
+
+// FromQuery is FromURL of a raw query string (a request's URL.RawQuery),
+// read in one pass without building url.Values: the first error in the
+// string's order is the one returned.
+func (p *Parser) FromQuery(raw string, extra map[string]*string) (Query, error) {
+	q := Query{Event: p.events[0]}
+	given := make([]string, 0, 16) // the names so far: few, or an error comes first
+	err := httpjson.EachParam(raw, func(name, v string) error {
+		if slices.Contains(given, name) {
+			return apierr.Invalid("%s must be given once", name)
+		}
+		given = append(given, name)
+		return p.set(&q, name, v, extra)
+	})
+	if err != nil {
+		return q, err
+	}
+	p.sortDims(q.Dims)
+	return q, p.validate(&q, "")
+}
+
+// set reads one URL parameter into q.
+func (p *Parser) set(q *Query, name, v string, extra map[string]*string) error {
+	switch name {
+	case "cid":
+		q.CID = v
+	case "event":
+		q.Event = v
+	case "eid":
+		q.EID = v
+	case "windowHours":
+		ws, err := p.windows(v)
+		if err != nil {
+			return err
+		}
+		q.Windows = ws
+	case "paceWindowSec":
+		n, err := IntParam(name, v, 0, p.maxPace)
+		if err != nil {
+			return err
+		}
+		q.PaceWindowSec = n
+	case "week", "month":
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return apierr.Invalid("%s must be true or false, got %q", name, v)
+		}
+		if name == "week" {
+			q.Week = on
+		} else {
+			q.Month = on
+		}
+	default:
+		if dst, ok := extra[name]; ok {
+			*dst = v
+			return nil
+		}
+		if !slices.Contains(p.dims, name) {
+			return p.unknownParam(name, extra)
+		}
+		if q.Dims == nil {
+			q.Dims = make([]Dim, 0, 4)
+		}
+		q.Dims = append(q.Dims, Dim{Name: name, ID: v})
+	}
+	return nil
 }
 
 // windows parses windowHours: "3", or several windows "2,24"; "0" is none.
@@ -95,20 +126,33 @@ func (p *Parser) windows(v string) ([]int, error) {
 	if v == "0" {
 		return nil, nil
 	}
+	if !strings.Contains(v, ",") {
+		n, err := p.window(v)
+		return []int{n}, err
+	}
 	parts := strings.Split(v, ",")
 	if len(parts) > MaxWindows {
 		return nil, apierr.Invalid("windowHours takes at most %d windows", MaxWindows)
 	}
 	ws := make([]int, 0, len(parts))
 	for _, part := range parts {
-		n, err := strconv.Atoi(part)
-		if err != nil || n < 1 || n > p.maxWindow {
-			return nil, p.windowErr("", 0)
+		n, err := p.window(part)
+		if err != nil {
+			return nil, err
 		}
 		ws = append(ws, n)
 	}
 	slices.Sort(ws)
 	return slices.Compact(ws), nil
+}
+
+// window parses one window of windowHours.
+func (p *Parser) window(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > p.maxWindow {
+		return 0, p.windowErr("", 0)
+	}
+	return n, nil
 }
 
 // IntParam parses a whole number parameter within [lo, hi].

@@ -125,6 +125,14 @@ type hoursMemo struct {
 	err     error
 }
 
+// decoded makes bs the buckets of the answer at, when bs is not nil: a
+// cached answer the local cache decoded when it came.
+func (m *hoursMemo) decoded(at *rueidis.RedisResult, bs []bucket) {
+	if bs != nil {
+		m.at, m.buckets, m.err = at, bs, nil
+	}
+}
+
 // Got sets r.Count to the sum of the span hours up to hour of
 // ReadHours's answer rs.
 func (m *hoursMemo) Got(rs []rueidis.RedisResult, hour, span int64, r *counting.Result) error {

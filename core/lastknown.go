@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"sync"
 	"time"
@@ -55,22 +56,16 @@ func newLastKnown(maxAge time.Duration, mb int) *lastKnown {
 // among millions of counters is as good as impossible, and would answer a
 // stale read with another count at worst).
 func (l *lastKnown) hash(it *counting.Item) uint64 {
-	var h maphash.Hash
-	h.SetSeed(l.seed)
-	h.WriteString(string(it.Spec.Kind))
-	var b [12]byte
-	for i := range 8 {
-		b[i] = byte(it.Spec.Span >> (8 * i))
+	// One buffer hashed at once: a read remembers every count it got.
+	var buf [192]byte
+	b := append(buf[:0], it.Spec.Kind...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(it.Spec.Span))
+	b = binary.LittleEndian.AppendUint32(b, uint32(it.Scope.Business))
+	for _, s := range [...]string{it.Scope.Level, it.Scope.Campaign, it.Scope.Event, it.Scope.Policy, it.Subject.Dim, it.Subject.ID} {
+		b = append(b, s...)
+		b = append(b, 0)
 	}
-	for i := range 4 {
-		b[8+i] = byte(it.Scope.Business >> (8 * i))
-	}
-	h.Write(b[:])
-	for _, s := range []string{it.Scope.Level, it.Scope.Campaign, it.Scope.Event, it.Scope.Policy, it.Subject.Dim, it.Subject.ID} {
-		h.WriteString(s)
-		h.WriteByte(0)
-	}
-	return h.Sum64() | 1 // never 0, the empty slot
+	return maphash.Bytes(l.seed, b) | 1 // never 0, the empty slot
 }
 
 func (l *lastKnown) slot(h uint64) (*knownSlot, *sync.Mutex) {

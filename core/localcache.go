@@ -1,8 +1,10 @@
 package core
 
 import (
+	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/redis/rueidis"
 
@@ -24,9 +26,26 @@ import (
 // breaks flushes the whole table.
 type LocalCache struct {
 	mu       sync.RWMutex
-	m        map[string]rueidis.RedisMessage
+	m        map[string]localEntry
 	bytes    int
 	maxBytes int
+}
+
+// localEntry is one cached answer, and for a counter's hour buckets
+// (HGETALL) the buckets decoded once, when the answer came, for every
+// read until Redis invalidates it.
+type localEntry struct {
+	msg     rueidis.RedisMessage
+	buckets []bucket
+}
+
+// newLocalEntry decodes what a read of key will want decoded.
+func newLocalEntry(key string, val rueidis.RedisMessage) localEntry {
+	e := localEntry{msg: val}
+	if strings.HasSuffix(key, "HGETALL") {
+		e.buckets, _ = hourBuckets([]rueidis.RedisResult{rueidis.NewResult(val, nil)})
+	}
+	return e
 }
 
 // NewLocalCache is a table of at most maxBytes (keys and values as rueidis
@@ -35,7 +54,7 @@ func NewLocalCache(maxBytes int) *LocalCache {
 	if maxBytes <= 0 {
 		maxBytes = rueidis.DefaultCacheBytes
 	}
-	return &LocalCache{m: map[string]rueidis.RedisMessage{}, maxBytes: maxBytes}
+	return &LocalCache{m: map[string]localEntry{}, maxBytes: maxBytes}
 }
 
 // Install makes every connection of a client opened with opt cache in c.
@@ -56,9 +75,11 @@ type localNamed interface {
 
 // lookupItems answers each item from the table by its kind's local name,
 // or reports false when any is missing or past its client-side TTL.
-// Consecutive hour windows of one counter share one answer (at).
-func (c *LocalCache) lookupItems(items []counting.Item, at []span, now time.Time) ([]rueidis.RedisResult, bool) {
-	res := make([]rueidis.RedisResult, 0, len(items))
+// Consecutive hour windows of one counter share one answer (at). buckets
+// holds each answer's decoded hour buckets (nil for other answers).
+func (c *LocalCache) lookupItems(items []counting.Item, at []span, now time.Time) (res []rueidis.RedisResult, buckets [][]bucket, ok bool) {
+	res = make([]rueidis.RedisResult, 0, len(items))
+	buckets = make([][]bucket, 0, len(items))
 	var buf [160]byte
 	ms := now.UnixMilli()
 	c.mu.RLock()
@@ -69,16 +90,17 @@ func (c *LocalCache) lookupItems(items []counting.Item, at []span, now time.Time
 		}
 		named, ok := kinds[items[i].Spec.Kind].(localNamed)
 		if !ok {
-			return nil, false
+			return nil, nil, false
 		}
 		name, one := named.appendLocalName(buf[:0], &items[i])
 		v, hit := c.m[string(name)] // no string is made for a lookup
-		if !one || !hit || v.CachePXAT() <= ms {
-			return nil, false
+		if !one || !hit || v.msg.CachePXAT() <= ms {
+			return nil, nil, false
 		}
-		res = append(res, rueidis.NewResult(v, nil))
+		res = append(res, rueidis.NewResult(v.msg, nil))
+		buckets = append(buckets, v.buckets)
 	}
-	return res, true
+	return res, buckets, true
 }
 
 // size is how many answers the table holds.
@@ -94,7 +116,7 @@ type simpleCache struct{ c *LocalCache }
 func (s simpleCache) Get(key string) rueidis.RedisMessage {
 	s.c.mu.RLock()
 	defer s.c.mu.RUnlock()
-	return s.c.m[key]
+	return s.c.m[key].msg
 }
 
 func (s simpleCache) Set(key string, val rueidis.RedisMessage) {
@@ -104,8 +126,9 @@ func (s simpleCache) Set(key string, val rueidis.RedisMessage) {
 	if old, ok := c.m[key]; ok {
 		c.bytes -= entryBytes(key, old)
 	}
-	c.m[key] = val
-	c.bytes += entryBytes(key, val)
+	e := newLocalEntry(key, val)
+	c.m[key] = e
+	c.bytes += entryBytes(key, e)
 	if c.bytes <= c.maxBytes {
 		return
 	}
@@ -140,6 +163,6 @@ func (s simpleCache) Flush() {
 }
 
 // entryBytes is what one answer costs the table.
-func entryBytes(key string, v rueidis.RedisMessage) int {
-	return len(key) + v.CacheSize()
+func entryBytes(key string, e localEntry) int {
+	return len(key) + e.msg.CacheSize() + len(e.buckets)*int(unsafe.Sizeof(bucket{}))
 }

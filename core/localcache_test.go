@@ -137,10 +137,10 @@ func (c *LocalCache) lookup(names []string, now time.Time) ([]rueidis.RedisResul
 	var res []rueidis.RedisResult
 	for _, name := range names {
 		v, ok := c.m[name]
-		if !ok || v.CachePXAT() <= now.UnixMilli() {
+		if !ok || v.msg.CachePXAT() <= now.UnixMilli() {
 			return nil, false
 		}
-		res = append(res, rueidis.NewResult(v, nil))
+		res = append(res, rueidis.NewResult(v.msg, nil))
 	}
 	return res, true
 }

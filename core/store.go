@@ -642,6 +642,9 @@ type readPlan struct {
 	cached []rueidis.CacheableTTL
 	direct rueidis.Commands
 	at     []span
+	// buckets are the cached answers' hour buckets as the local cache
+	// decoded them (readLocal), nil for other answers.
+	buckets [][]bucket
 }
 
 // plan builds the commands that read items; through, when not nil, says
@@ -708,10 +711,11 @@ func (s *Store) readLocal(items []counting.Item, e *env) (res []counting.Result,
 		p.at[i] = span{cached: true, from: n, to: n + 1}
 		n++
 	}
-	rs, ok := s.local.lookupItems(items, p.at, time.Now())
+	rs, buckets, ok := s.local.lookupItems(items, p.at, time.Now())
 	if !ok {
 		return nil, through, false
 	}
+	p.buckets = buckets
 	s.metrics.Cache(len(rs), 0)
 	return s.answer(items, p, rs, nil), nil, true
 }
@@ -731,6 +735,9 @@ func (s *Store) answer(items []counting.Item, p *readPlan, cachedRes, directRes 
 			rs = cachedRes
 		}
 		rs = rs[p.at[i].from:p.at[i].to]
+		if p.buckets != nil {
+			p.e.hoursMemo.decoded(&rs[0], p.buckets[p.at[i].from])
+		}
 		r := &res[i]
 		r.Allowed = true
 		err := firstErr(rs)

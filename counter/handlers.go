@@ -52,12 +52,7 @@ func (d *degrader) count(r *http.Request, code int, msg string) {
 
 func handleIncr(log *slog.Logger, p *campaign.Parser, store campaign.Counters, writeTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		vals, err := httpjson.Query(r)
-		if err != nil {
-			httpjson.Error(w, r, log, err)
-			return
-		}
-		q, err := p.FromURL(vals, nil)
+		q, err := p.FromQuery(r.URL.RawQuery, nil)
 		if err == nil && len(q.Windows) > 1 {
 			err = apierr.Invalid("windowHours takes one window on writes (the largest of the campaign's caps)")
 		}
@@ -78,12 +73,7 @@ func handleIncr(log *slog.Logger, p *campaign.Parser, store campaign.Counters, w
 
 func handleFreq(log *slog.Logger, p *campaign.Parser, store campaign.Counters, deg *degrader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		vals, err := httpjson.Query(r)
-		if err != nil {
-			httpjson.Error(w, r, log, err)
-			return
-		}
-		q, err := p.FromURL(vals, nil)
+		q, err := p.FromQuery(r.URL.RawQuery, nil)
 		if err == nil && q.EID != "" {
 			err = apierr.Invalid("eid is only accepted on writes")
 		}
@@ -243,12 +233,7 @@ var paceNames = map[int]string{counting.PaceAllowed: "allowed", counting.PaceOve
 func handlePace(log *slog.Logger, p *campaign.Parser, store campaign.Counters, writeTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var windowSec, limit, minGapSec string
-		vals, err := httpjson.Query(r)
-		if err != nil {
-			httpjson.Error(w, r, log, err)
-			return
-		}
-		q, err := p.FromURL(vals, map[string]*string{"windowSec": &windowSec, "limit": &limit, "minGapSec": &minGapSec})
+		q, err := p.FromQuery(r.URL.RawQuery, map[string]*string{"windowSec": &windowSec, "limit": &limit, "minGapSec": &minGapSec})
 		if err == nil && (len(q.Windows) > 0 || q.PaceWindowSec > 0 || q.Week || q.Month) {
 			err = apierr.Invalid("pace takes windowSec, limit and minGapSec, not windowHours, paceWindowSec, week or month")
 		}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -66,12 +67,16 @@ func FuzzParseQuery(f *testing.F) {
 	}
 	p := newFuzzParser(f)
 	f.Fuzz(func(t *testing.T, raw string) {
-		r := &http.Request{URL: &url.URL{RawQuery: raw}}
-		vals, err := httpjson.Query(r)
-		if err != nil {
-			return
+		q, err := p.FromQuery(raw, nil)
+		// The one-pass parser agrees with url.ParseQuery's values.
+		vals, verr := httpjson.Query(&http.Request{URL: &url.URL{RawQuery: raw}})
+		var want Query
+		if verr == nil {
+			want, verr = p.FromURL(vals, nil)
 		}
-		q, err := p.FromURL(vals, nil)
+		if (err == nil) != (verr == nil) || err == nil && !reflect.DeepEqual(q, want) {
+			t.Fatalf("%q: FromQuery %+v, %v; url.ParseQuery and FromURL %+v, %v", raw, q, err, want, verr)
+		}
 		if err != nil {
 			return
 		}

@@ -175,12 +175,35 @@ func TestCachedReadSeesOtherConnectionsWrites(t *testing.T) {
 	raw(t, rc, "SET", "freq:{win:bundle:3:com.hot}", "5")
 	waitFor(t, 100*time.Millisecond, func() bool { return read() == 5 })
 	before := testutilCount(st.m.cacheHits)
-	read()
+	if n := read(); n != 5 {
+		t.Errorf("cached day = %d, want 5", n)
+	}
 	if testutilCount(st.m.cacheHits) <= before {
 		t.Errorf("second read of an unchanged cached key was not a cache hit")
 	}
 	raw(t, rc, "INCR", "freq:{win:bundle:3:com.hot}")
 	waitFor(t, 100*time.Millisecond, func() bool { return read() == 6 })
+	// Hour buckets, which the local cache decodes once per answer.
+	q[0].Windows = []int{3}
+	window := func() int64 {
+		res := st.Read(context.Background(), q)[0]
+		if res.Err != nil {
+			t.Fatalf("read: %v", res.Err)
+		}
+		return res.Counts[0].Windows[0]
+	}
+	hour := strconv.FormatInt(time.Now().Unix()/3600, 10)
+	raw(t, rc, "HINCRBY", "hfreq:{win:bundle:3:com.hot}", hour, "4")
+	waitFor(t, 100*time.Millisecond, func() bool { return window() == 4 })
+	before = testutilCount(st.m.cacheHits)
+	if n := window(); n != 4 {
+		t.Errorf("cached hour buckets = %d, want 4", n)
+	}
+	if testutilCount(st.m.cacheHits) <= before {
+		t.Errorf("second read of unchanged hour buckets was not a cache hit")
+	}
+	raw(t, rc, "HINCRBY", "hfreq:{win:bundle:3:com.hot}", hour, "1")
+	waitFor(t, 100*time.Millisecond, func() bool { return window() == 5 })
 }
 
 func waitFor(t *testing.T, within time.Duration, ok func() bool) {

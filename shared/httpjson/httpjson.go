@@ -103,6 +103,46 @@ func Query(r *http.Request) (url.Values, error) {
 	return nil, apierr.Invalid("malformed query: %s", err)
 }
 
+// EachParam calls fn with each parameter of a raw query string in order,
+// unescaped as url.ParseQuery unescapes them, without building url.Values:
+// the hot read's parsing allocates nothing for a plain query. A malformed
+// query is the error Query gives; an error of fn ends the walk and is
+// returned.
+func EachParam(raw string, fn func(name, value string) error) error {
+	for rest := raw; rest != ""; {
+		var pair string
+		pair, rest, _ = strings.Cut(rest, "&")
+		if pair == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(pair, "=")
+		if !plain(pair) {
+			var err1, err2 error
+			name, err1 = url.QueryUnescape(name)
+			value, err2 = url.QueryUnescape(value)
+			if err1 != nil || err2 != nil || strings.Contains(pair, ";") {
+				_, err := Query(&http.Request{URL: &url.URL{RawQuery: raw}})
+				return err
+			}
+		}
+		if err := fn(name, value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// plain reports whether a pair needs no unescaping and is no error: no
+// '%', '+' or ';'.
+func plain(pair string) bool {
+	for i := 0; i < len(pair); i++ {
+		if c := pair[i]; c == '%' || c == '+' || c == ';' {
+			return false
+		}
+	}
+	return true
+}
+
 // Params is Query for an endpoint that takes only the parameters named in
 // allowed (true: may be given more than once): an unknown or repeated
 // parameter is an error naming it and the ones the endpoint takes, so a
