@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	_ "time/tzdata" // campaigns' zones load in any process, on images without a zoneinfo database too
 
@@ -103,6 +104,7 @@ type env struct {
 	dedupeTTL time.Duration
 	retention int       // hours every hour hash keeps
 	hoursMemo hoursMemo // the hour buckets of the counter read last
+	today     *atomic.Pointer[dayBounds]
 }
 
 // partNames are the parts of lua/count.lua the kinds count with, sorted:

@@ -39,6 +39,7 @@ type Store struct {
 	reach       *redisconn.Reach
 	known       *lastKnown  // nil when COUNTER_STALE_MAX is 0
 	local       *LocalCache // nil: every read goes through a reader
+	today       atomic.Pointer[dayBounds]
 	knownHashes *knownHashes
 	hot         *hotKeys // nil when COUNTER_HOT_KEY_RATE is 0
 	// stall is when Redis stopped answering reads in time (unix ns), 0
@@ -61,6 +62,7 @@ func (s *Store) env() *env {
 		hour:      now.Unix() / 3600,
 		dedupeTTL: s.dedupeTTL,
 		retention: s.retention,
+		today:     &s.today,
 	}
 }
 

@@ -55,6 +55,28 @@ func dayTTL(now time.Time, loc *time.Location) time.Duration {
 	return ceilMs(dayEnd(now, loc, 1).Sub(now))
 }
 
+// dayBounds are the start and end of one day in one zone: every read of
+// a campaign's day answers the time left of it, and a day's bounds cost a
+// calendar computation that the reads of a day can share.
+type dayBounds struct {
+	loc        *time.Location
+	start, end time.Time
+}
+
+// dayTTL is dayTTL of the env's now in loc, through the store's last
+// day bounds.
+func (e *env) dayTTL(loc *time.Location) time.Duration {
+	if e.today == nil {
+		return dayTTL(e.now, loc)
+	}
+	d := e.today.Load()
+	if d == nil || d.loc != loc || e.now.Before(d.start) || !e.now.Before(d.end) {
+		d = &dayBounds{loc: loc, start: dayEnd(e.now, loc, 0), end: dayEnd(e.now, loc, 1)}
+		e.today.Store(d)
+	}
+	return ceilMs(d.end.Sub(e.now))
+}
+
 // ceilMs rounds d up to whole milliseconds: a TTL never ends before its
 // window does.
 func ceilMs(d time.Duration) time.Duration {
@@ -102,7 +124,7 @@ func (k windowKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *
 	}
 	if len(rs) == 1 {
 		// A campaign's day: the TTL is the time left today.
-		r.TTLMs = dayTTL(e.now, e.zone(it)).Milliseconds()
+		r.TTLMs = e.dayTTL(e.zone(it)).Milliseconds()
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -32,6 +34,18 @@ func TestDayTTL(t *testing.T) {
 				t.Errorf("dayTTL(%s) = %s, want %s", tt.now, got, tt.want)
 			}
 		})
+	}
+	// A store's reads share one day's bounds: the same answers, whatever
+	// day and zone the read before was in.
+	var today atomic.Pointer[dayBounds]
+	for range 3 {
+		for _, k := range rand.Perm(len(tests)) {
+			tt := tests[k]
+			e := &env{now: tt.now, today: &today}
+			if got := e.dayTTL(tt.loc); got != tt.want {
+				t.Errorf("%s: env.dayTTL(%s) = %s, want %s", tt.name, tt.now, got, tt.want)
+			}
+		}
 	}
 }
 
