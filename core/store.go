@@ -276,9 +276,11 @@ type scriptRun struct {
 	parts      bool // a run of lua/count.lua
 	hits       int64
 	// A run of lua/count.lua counts events (eids, in order) that have the
-	// same parts (partArgs) on the same counters (keys after the first).
-	eids     []string
-	partArgs []string
+	// same parts (partArgs: each part's name and arguments; partNames)
+	// on the same counters (keys after the first).
+	eids      []string
+	partArgs  []string
+	partNames []string
 }
 
 // maxEvents is the most events one run of lua/count.lua counts.
@@ -322,7 +324,8 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 		}
 		r.items = append(r.items, i)
 		r.keys = append(r.keys, w.keys[0])
-		r.partArgs = append(append(r.partArgs, w.part, strconv.Itoa(len(w.args))), w.args...)
+		r.partArgs = append(append(r.partArgs, w.part), w.args...)
+		r.partNames = append(r.partNames, w.part)
 	}
 	out := make([]*scriptRun, 0, len(items))
 	for _, g := range order {
@@ -351,7 +354,7 @@ func finishRuns(out []*scriptRun, e *env) {
 	parts := map[string][]string{}
 	for _, r := range out {
 		if r.parts {
-			parts[r.keys[0]] = appendPartNames(parts[r.keys[0]], r.partArgs)
+			parts[r.keys[0]] = append(parts[r.keys[0]], r.partNames...)
 		}
 	}
 	now, dedupeTTL := strconv.FormatInt(e.now.UnixMilli(), 10), strconv.FormatInt(e.dedupeTTL.Milliseconds(), 10)
@@ -393,17 +396,6 @@ var CountScript = lua.Count(partNames())
 
 // countScripts are count.lua with the parts of a run.
 var countScripts = scriptSet{build: lua.Count}
-
-// appendPartNames appends the names of the parts in partArgs (name, how
-// many arguments, them; see count.lua) to names.
-func appendPartNames(names, partArgs []string) []string {
-	for a := 0; a+1 < len(partArgs); {
-		names = append(names, partArgs[a])
-		n, _ := strconv.Atoi(partArgs[a+1])
-		a += 2 + n
-	}
-	return names
-}
 
 // CountScriptOf is the count script a run of items of these kinds is sent
 // (the parts they count with), for tests and tools that load it first.

@@ -25,7 +25,9 @@
 -- ARGV[3]   dedupe TTL in milliseconds (0 = no event id)
 -- ARGV[4]   E, the number of events (1 without event ids)
 -- ARGV[5..4+E] their event ids, distinct
--- then      counter i: its part's name, how many arguments follow, them
+-- then      counter i: its part's name, then the part's arguments (as
+--           many as its nargs): the part reads its k-th as ARGV[o+k], o
+--           the offset of its name (no table of them is built per run)
 --
 -- Returns, for each event and each of its counters: how many values
 -- follow, the part's values (the first one, the count, as it was right
@@ -38,7 +40,9 @@
 -- in all: the usual arguments ('1', '0') are compared as they come, and
 -- strings go to Redis as they came.
 local hits = ARGV[1] == '1' and 1 or tonumber(ARGV[1])
-local now, ttl = tonumber(ARGV[2]), ARGV[3] ~= '0' and tonumber(ARGV[3]) or 0
+-- dedupe: the run checks event ids; ttl, their TTL as a number, is made
+-- only where arithmetic needs it (pruning, an id seen before).
+local now, dedupe, ttl = tonumber(ARGV[2]), ARGV[3] ~= '0', nil
 local ne = ARGV[4] == '1' and 1 or tonumber(ARGV[4])
 -- W, the score's room for the parts' bits: 1024, room for ten parts, so a
 -- new part takes the next bit and no score changes meaning. Scores written
@@ -48,25 +52,37 @@ local ne = ARGV[4] == '1' and 1 or tonumber(ARGV[4])
 -- own scale, and none is written any more. Every part's bit is below W
 -- (lua's TestPartBits).
 local w, legacy = 1024, 1e15
-local seen = {}
-if ttl > 0 then
+-- The counters: each part's arguments stay in ARGV, from its offset on.
+local fn, key, off, a, np, na = {}, {}, {}, 5 + ne, 0, #ARGV
+while a <= na do
+  local p = parts[ARGV[a]]
+  np = np + 1
+  fn[np], key[np], off[np] = p, KEYS[np + 1], a
+  a = a + 1 + p.nargs
+end
+-- added: the one event id is new, and was added with the score it ends
+-- with: ZADD NX both asks and writes, one call where ZSCORE and ZADD are
+-- two. An id already there (a duplicate, or one past the TTL not pruned
+-- yet) is asked again with ZSCORE. A new id ends with the bits of the
+-- parts that need no other's (a part that needs one does nothing for a
+-- new id); when there are none, it is not added (nothing to remember).
+local seen, added = {}, false
+if dedupe then
   if now % 16 == 0 then
+    ttl = tonumber(ARGV[3])
     redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ((now - ttl) * 4))
     redis.call('ZREMRANGEBYSCORE', KEYS[1], legacy, '(' .. ((now - ttl) * w))
   end
   if ne == 1 then
-    seen[1] = redis.call('ZSCORE', KEYS[1], ARGV[5])
+    local bits = 0
+    for j = 1, np do
+      if not fn[j].needs then bits = bit.bor(bits, fn[j].bit) end
+    end
+    added = bits ~= 0 and redis.call('ZADD', KEYS[1], 'NX', now * w + bits, ARGV[5]) == 1
+    if not added then seen[1] = redis.call('ZSCORE', KEYS[1], ARGV[5]) end
   else
     seen = redis.call('ZMSCORE', KEYS[1], unpack(ARGV, 5, 4 + ne))
   end
-end
--- The counters.
-local fn, key, args, a, np = {}, {}, {}, 5 + ne, 0
-while a <= #ARGV do
-  local n = tonumber(ARGV[a + 1])
-  np = np + 1
-  fn[np], key[np], args[np] = parts[ARGV[a]], KEYS[np + 1], {unpack(ARGV, a + 2, a + 1 + n)}
-  a = a + 2 + n
 end
 -- Which events count on which counter: dup[(i-1)*np + j].
 local done, dup, counting, ids = {}, {}, {}, {}
@@ -77,7 +93,7 @@ end
 for i = 1, ne do
   local d = 0
   if seen[i] then
-    d = tonumber(seen[i])
+    d, ttl = tonumber(seen[i]), ttl or tonumber(ARGV[3])
     local scale = d < legacy and 4 or w
     -- Counted longer ago than the TTL (not pruned yet): never seen.
     d = math.floor(d / scale) < now - ttl and 0 or d % scale
@@ -86,13 +102,13 @@ for i = 1, ne do
   local was = d
   for j = 1, np do
     local b, needs = fn[j].bit, fn[j].needs
-    local isdup = ttl > 0 and bit.band(d, b) ~= 0
+    local isdup = dedupe and bit.band(d, b) ~= 0
     if needs and not isdup and bit.band(was, needs) == 0 then
       -- A part that only acts on what another part did for this event
       -- id (release: a reservation) has nothing to do: answered as a
       -- duplicate, its bit not set.
       isdup = true
-    elseif ttl > 0 then
+    elseif dedupe then
       d = bit.bor(d, b)
     end
     dup[(i - 1) * np + j] = isdup
@@ -104,7 +120,7 @@ for i = 1, ne do
   done[i] = d
 end
 local res = {}
-for j = 1, np do res[j] = fn[j].run(key[j], hits * counting[j], args[j], ids[j]) end
+for j = 1, np do res[j] = fn[j].run(key[j], hits * counting[j], off[j], ids[j]) end
 -- Event i's count is the final one less the hits of the events after it
 -- (plus them, for a part whose hits take away: down).
 local out, o = {}, 0
@@ -122,7 +138,9 @@ for i = 1, ne do
     out[o] = isdup and 1 or 0
   end
 end
-if ttl > 0 then
+if added then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+elseif dedupe then
   local z = {}
   for i = 1, ne do
     if done[i] ~= seen[i] then

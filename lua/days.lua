@@ -3,29 +3,29 @@
 -- the dedupe set.
 --
 -- key   pfreq:{<tag>}:days  Hash, field = the period's index in its zone
--- a[1]  the current period's index
--- a[2]  keep K: the periods a write keeps (the longest its caps read)
--- a[3]  span N (1..K): the periods whose sum is returned, this one included
--- a[4]  milliseconds until the K-th period from this one ends (> 0): the
+-- ARGV[o+1]  the current period's index
+-- ARGV[o+2]  keep K: the periods a write keeps (the longest its caps read)
+-- ARGV[o+3]  span N (1..K): the periods whose sum is returned, this one included
+-- ARGV[o+4]  milliseconds until the K-th period from this one ends (> 0): the
 --       hash's TTL
--- a[5]  "q": a quiet write, no sum (returns {0})
+-- ARGV[o+5]  "q": a quiet write, no sum (returns {0})
 --
 -- hits 0 reads (the event was counted before). Returns {sum}: the sum of
 -- fields i-N+1..i after the hits.
-parts.days = {bit = 32, run = function(key, hits, a)
+parts.days = {bit = 32, nargs = 5, run = function(key, hits, o)
   -- Numbers only where arithmetic needs them (see count.lua).
   if hits > 0 then
-    local first = redis.call('HINCRBY', key, a[1], hits == 1 and '1' or hits) == hits
-    if first then redis.call('PEXPIRE', key, a[4]) end
-    if first and redis.call('HLEN', key) > tonumber(a[2]) then
-      local oldest = tonumber(a[1]) - tonumber(a[2]) + 1
+    local first = redis.call('HINCRBY', key, ARGV[o + 1], hits == 1 and '1' or hits) == hits
+    if first then redis.call('PEXPIRE', key, ARGV[o + 4]) end
+    if first and redis.call('HLEN', key) > tonumber(ARGV[o + 2]) then
+      local oldest = tonumber(ARGV[o + 1]) - tonumber(ARGV[o + 2]) + 1
       for _, f in ipairs(redis.call('HKEYS', key)) do
         if tonumber(f) < oldest then redis.call('HDEL', key, f) end
       end
     end
   end
-  if a[5] == 'q' then return {0} end
-  local i, n = tonumber(a[1]), tonumber(a[3])
+  if ARGV[o + 5] == 'q' then return {0} end
+  local i, n = tonumber(ARGV[o + 1]), tonumber(ARGV[o + 3])
   local fields = {}
   for j = 1, n do fields[j] = i - n + j end
   local sum = 0

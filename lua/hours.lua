@@ -3,14 +3,14 @@
 --
 -- Hour buckets are period buckets (days.lua), with its arguments:
 -- key   hfreq:{<tag>}  Hash, field = epoch hour
--- a[1]  current epoch hour (unix seconds / 3600)
--- a[2]  hours kept, R+1, R the counter's largest window: every writer
+-- ARGV[o+1]  current epoch hour (unix seconds / 3600)
+-- ARGV[o+2]  hours kept, R+1, R the counter's largest window: every writer
 --       keeps R+1 hours, whatever window it counts for
--- a[3]  span N in hours (1..R): the window whose sum is returned
--- a[4]  how long the hash lives after a new hour's first event, ms:
+-- ARGV[o+3]  span N in hours (1..R): the window whose sum is returned
+-- ARGV[o+4]  how long the hash lives after a new hour's first event, ms:
 --       R+1 hours
--- a[5]  "q": a quiet write, no sum (returns {0})
+-- ARGV[o+5]  "q": a quiet write, no sum (returns {0})
 --
 -- hits 0 reads (the event was counted before). Returns {sum}: the sum of
 -- fields h-N+1..h after the hits.
-parts.hours = {bit = 2, run = function(key, hits, a) return parts.days.run(key, hits, a) end}
+parts.hours = {bit = 2, nargs = 5, run = function(key, hits, o) return parts.days.run(key, hits, o) end}

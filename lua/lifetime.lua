@@ -2,7 +2,7 @@
 -- a part of count.lua. Kind lifetime. Bit 16 in the dedupe set.
 --
 -- key   freq:{<tag>}:lifetime
--- a[1]  milliseconds until the campaign ends (> 0)
+-- ARGV[o+1]  milliseconds until the campaign ends (> 0)
 --
 -- Counted as window.lua counts (its run), under a bit of its own.
-parts.lifetime = {bit = 16, run = function(key, hits, a) return parts.window.run(key, hits, a) end}
+parts.lifetime = {bit = 16, nargs = 1, run = function(key, hits, o) return parts.window.run(key, hits, o) end}

@@ -2,7 +2,7 @@
 -- a part of count.lua. Kind month. Bit 8 in the dedupe set.
 --
 -- key   freq:{<tag>}:month
--- a[1]  milliseconds until the month ends (> 0)
+-- ARGV[o+1]  milliseconds until the month ends (> 0)
 --
 -- Counted as window.lua counts (its run), under a bit of its own.
-parts.month = {bit = 8, run = function(key, hits, a) return parts.window.run(key, hits, a) end}
+parts.month = {bit = 8, nargs = 1, run = function(key, hits, o) return parts.window.run(key, hits, o) end}

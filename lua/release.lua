@@ -2,8 +2,8 @@
 -- release. Bit 512 in the dedupe set.
 --
 -- key   rsv:{<tag>}  reserve.lua's ZSet
--- a[1]  now, unix ms
--- a[2]  "q": a quiet write, no count of what is left (returns {0})
+-- ARGV[o+1]  now, unix ms
+-- ARGV[o+2]  "q": a quiet write, no count of what is left (returns {0})
 -- ids   the bids it ends: the event ids of the run's wins that were
 --       reserved (count.lua passes them; no argument names one, so the
 --       wins of a hot counter share one run)
@@ -14,8 +14,8 @@
 -- does not run it (hits 0). Returns {n}: the reservations live after it
 -- (down: each event of a shared run is answered with those live right
 -- after it).
-parts.release = {bit = 512, needs = 256, ids = true, down = true, run = function(key, hits, a, ids)
+parts.release = {bit = 512, needs = 256, nargs = 2, ids = true, down = true, run = function(key, hits, o, ids)
   if hits > 0 then redis.call('ZREM', key, unpack(ids)) end
-  if a[2] == 'q' then return {0} end
-  return {redis.call('ZCOUNT', key, '(' .. a[1], '+inf')}
+  if ARGV[o + 2] == 'q' then return {0} end
+  return {redis.call('ZCOUNT', key, '(' .. ARGV[o + 1], '+inf')}
 end}

@@ -2,7 +2,7 @@
 -- part of count.lua. Kind week. Bit 4 in the dedupe set.
 --
 -- key   freq:{<tag>}:week
--- a[1]  milliseconds until the week ends (> 0)
+-- ARGV[o+1]  milliseconds until the week ends (> 0)
 --
 -- Counted as window.lua counts (its run), under a bit of its own.
-parts.week = {bit = 4, run = function(key, hits, a) return parts.window.run(key, hits, a) end}
+parts.week = {bit = 4, nargs = 1, run = function(key, hits, o) return parts.window.run(key, hits, o) end}

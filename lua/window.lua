@@ -2,19 +2,19 @@
 -- count.lua. Kinds day and seconds. Bit 1 in the dedupe set.
 --
 -- key   freq:{<tag>} (a campaign's day) or gfreq:{<tag>} (a business's window)
--- a[1]  milliseconds until a window opened now ends (> 0)
+-- ARGV[o+1]  milliseconds until a window opened now ends (> 0)
 --
 -- hits 0 reads (the event was counted before). Returns {count, ttl}: the
 -- count after the hits and the milliseconds left of the live window (PTTL).
-parts.window = {bit = 1, run = function(key, hits, a)
+parts.window = {bit = 1, nargs = 1, run = function(key, hits, o)
   if hits > 0 then
     local count = redis.call('INCRBY', key, hits == 1 and '1' or hits)
     -- The window is opened by the hit that created the key; a key that
     -- lost its TTL (set by hand) gets the new one rather than living forever.
     local ttl = count == hits and -1 or redis.call('PTTL', key)
     if ttl < 0 then
-      redis.call('PEXPIRE', key, a[1])
-      ttl = tonumber(a[1])
+      redis.call('PEXPIRE', key, ARGV[o + 1])
+      ttl = tonumber(ARGV[o + 1])
     end
     return {count, ttl}
   end

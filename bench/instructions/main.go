@@ -53,11 +53,19 @@ func run() error {
 			return fmt.Errorf("INSTRUCTIONS_N: want a positive whole number, got %q", v)
 		}
 	}
-	dir, err := os.MkdirTemp("", "instructions")
-	if err != nil {
+	// INSTRUCTIONS_OUT keeps callgrind's dumps there (one per operation and
+	// one per warm-up, in order), for callgrind_annotate.
+	dir := os.Getenv("INSTRUCTIONS_OUT")
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "instructions")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
 	srv, addr, err := startRedis(dir)
 	if err != nil {
 		return err
@@ -75,7 +83,11 @@ func run() error {
 	ctx := context.Background()
 	fmt.Printf("redis-server instructions per operation, %d of each, under callgrind (%s)\n", n, redisVersion())
 	fmt.Println("| operation | instructions |\n|---|---|")
+	only := os.Getenv("INSTRUCTIONS_ONLY") // the operations whose names hold it
 	for k, o := range ops() {
+		if !strings.Contains(o.name, only) {
+			continue
+		}
 		// Warm-up: scripts loaded, connections open. Each operation has
 		// devices of its own (a read, those the first write wrote).
 		base := k * 1_000_000
