@@ -73,13 +73,26 @@ type localNamed interface {
 	appendLocalName(b []byte, it *counting.Item) ([]byte, bool)
 }
 
+// appendLocalName is the item's kind's appendLocalName, called on the
+// kind itself rather than through localNamed: a buffer passed through an
+// interface is allocated on the heap, and a read looks up every item.
+func appendLocalName(b []byte, it *counting.Item) ([]byte, bool) {
+	switch k := kinds[it.Spec.Kind].(type) {
+	case windowKind:
+		return k.appendLocalName(b, it)
+	case hoursKind:
+		return k.appendLocalName(b, it)
+	}
+	return b, false
+}
+
 // lookupItems answers each item from the table by its kind's local name,
 // or reports false when any is missing or past its client-side TTL.
 // Consecutive hour windows of one counter share one answer (at). buckets
-// holds each answer's decoded hour buckets (nil for other answers).
-func (c *LocalCache) lookupItems(items []counting.Item, at []span, now time.Time) (res []rueidis.RedisResult, buckets [][]bucket, ok bool) {
+// holds each answer's decoded hour buckets (nil for other answers),
+// appended to the caller's buckets.
+func (c *LocalCache) lookupItems(items []counting.Item, at []span, now time.Time, buckets [][]bucket) (res []rueidis.RedisResult, _ [][]bucket, ok bool) {
 	res = make([]rueidis.RedisResult, 0, len(items))
-	buckets = make([][]bucket, 0, len(items))
 	var buf [160]byte
 	ms := now.UnixMilli()
 	c.mu.RLock()
@@ -88,11 +101,7 @@ func (c *LocalCache) lookupItems(items []counting.Item, at []span, now time.Time
 		if i > 0 && at[i] == at[i-1] {
 			continue
 		}
-		named, ok := kinds[items[i].Spec.Kind].(localNamed)
-		if !ok {
-			return nil, nil, false
-		}
-		name, one := named.appendLocalName(buf[:0], &items[i])
+		name, one := appendLocalName(buf[:0], &items[i])
 		v, hit := c.m[string(name)] // no string is made for a lookup
 		if !one || !hit || v.msg.CachePXAT() <= ms {
 			return nil, nil, false

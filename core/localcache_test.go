@@ -110,7 +110,10 @@ func TestLocalNamesAreRueidisNames(t *testing.T) {
 				continue
 			}
 			named++
-			b, one := ln.appendLocalName(nil, &it)
+			b, one := appendLocalName(nil, &it)
+			if lb, lone := ln.appendLocalName(nil, &it); string(lb) != string(b) || lone != one {
+				t.Errorf("%s: appendLocalName %q, the kind's own %q", k, b, lb)
+			}
 			name := string(b)
 			cmds, cacheable := kd.read(&it, e)
 			if !one || !cacheable || len(cmds) != 1 {
@@ -123,6 +126,17 @@ func TestLocalNamesAreRueidisNames(t *testing.T) {
 	}
 	if named != len(items) {
 		t.Errorf("checked %d kinds, want %d", named, len(items))
+	}
+	// lookupItems asks the kinds through appendLocalName's switch.
+	for k, kd := range kinds {
+		if _, ok := kd.(localNamed); !ok {
+			continue
+		}
+		switch kd.(type) {
+		case windowKind, hoursKind:
+		default:
+			t.Errorf("kind %s names its cached reads, but appendLocalName does not ask it", k)
+		}
 	}
 	secs := counting.Item{Scope: counting.Scope{Business: 7}, Subject: counting.Subject{ID: "k"}, Spec: counting.Spec{Kind: counting.Seconds, Span: 60}}
 	if _, one := kinds[counting.Seconds].(localNamed).appendLocalName(nil, &secs); one {

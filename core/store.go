@@ -636,9 +636,6 @@ type readPlan struct {
 	cached []rueidis.CacheableTTL
 	direct rueidis.Commands
 	at     []span
-	// buckets are the cached answers' hour buckets as the local cache
-	// decoded them (readLocal), nil for other answers.
-	buckets [][]bucket
 }
 
 // plan builds the commands that read items; through, when not nil, says
@@ -677,73 +674,78 @@ func (s *Store) plan(items []counting.Item, e *env, through []bool) *readPlan {
 // ok is false when any is not. through says which items go through
 // client-side caching, for the plan of a read that goes to Redis.
 func (s *Store) readLocal(items []counting.Item, e *env) (res []counting.Result, through []bool, ok bool) {
-	if s.local == nil {
+	if s.local == nil || len(items) == 0 {
 		return nil, nil, false
 	}
-	through = make([]bool, len(items))
-	ok = len(items) > 0
+	// A read of a few items builds its through and its plan on the stack:
+	// through leaves only when the read goes to Redis after all.
+	var throughBuf [16]bool
+	var atBuf [16]span
+	var bucketsBuf [16][]bucket
+	th, at := throughBuf[:0], atBuf[:0]
+	ok = true
 	for i := range items {
 		if i > 0 && sameHours(&items[i-1], &items[i]) {
-			through[i] = through[i-1]
+			th = append(th, th[i-1])
 			continue
 		}
-		through[i] = s.throughCache(&items[i])
-		ok = ok && through[i]
+		th = append(th, s.throughCache(&items[i]))
+		ok = ok && th[i]
 	}
 	if !ok {
-		return nil, through, false
+		return nil, slices.Clone(th), false
 	}
 	// Every item's answer is one cached command's, the hour windows of a
 	// counter sharing theirs.
-	p := &readPlan{e: e, at: make([]span, len(items))}
 	n := 0
 	for i := range items {
 		if i > 0 && sameHours(&items[i-1], &items[i]) {
-			p.at[i] = p.at[i-1]
+			at = append(at, at[i-1])
 			continue
 		}
-		p.at[i] = span{cached: true, from: n, to: n + 1}
+		at = append(at, span{cached: true, from: n, to: n + 1})
 		n++
 	}
-	rs, buckets, ok := s.local.lookupItems(items, p.at, time.Now())
+	rs, buckets, ok := s.local.lookupItems(items, at, time.Now(), bucketsBuf[:0])
 	if !ok {
-		return nil, through, false
+		return nil, slices.Clone(th), false
 	}
-	p.buckets = buckets
 	s.metrics.Cache(len(rs), 0)
-	return s.answer(items, p, rs, nil), nil, true
+	return s.answer(items, e, at, buckets, rs, nil), nil, true
 }
 
 // read sends a plan's commands to Redis and answers from what came back.
 func (s *Store) read(ctx context.Context, items []counting.Item, p *readPlan) []counting.Result {
 	cachedRes, directRes := s.send(ctx, p.cached, p.direct)
-	return s.answer(items, p, cachedRes, directRes)
+	return s.answer(items, p.e, p.at, nil, cachedRes, directRes)
 }
 
-// answer decodes each item's answers and remembers them (last-known values).
-func (s *Store) answer(items []counting.Item, p *readPlan, cachedRes, directRes []rueidis.RedisResult) []counting.Result {
+// answer decodes each item's answers (at[i]: where item i's are) and
+// remembers them (last-known values). buckets, when not nil, are the
+// cached answers' hour buckets as the local cache decoded them.
+func (s *Store) answer(items []counting.Item, e *env, at []span, buckets [][]bucket, cachedRes, directRes []rueidis.RedisResult) []counting.Result {
 	res := make([]counting.Result, len(items))
 	for i := range items {
 		rs := directRes
-		if p.at[i].cached {
+		if at[i].cached {
 			rs = cachedRes
 		}
-		rs = rs[p.at[i].from:p.at[i].to]
-		if p.buckets != nil {
-			p.e.hoursMemo.decoded(&rs[0], p.buckets[p.at[i].from])
+		rs = rs[at[i].from:at[i].to]
+		if buckets != nil {
+			e.hoursMemo.decoded(&rs[0], buckets[at[i].from])
 		}
 		r := &res[i]
 		r.Allowed = true
 		err := firstErr(rs)
 		if err == nil {
-			err = kinds[items[i].Spec.Kind].got(&items[i], p.e, rs, r)
+			err = kinds[items[i].Spec.Kind].got(&items[i], e, rs, r)
 		}
 		if err != nil {
 			s.metrics.RedisError("read")
 			s.degrade(r, err)
 		}
 	}
-	s.known.remember(items, res, p.e.now)
+	s.known.remember(items, res, e.now)
 	return res
 }
 
