@@ -430,3 +430,26 @@ func BenchmarkHotReadHandler(b *testing.B) {
 		h.ServeHTTP(w, r)
 	}
 }
+
+// BenchmarkAddFreqHandler is make bench's AddFreq without the network: a
+// Connect JSON call through the counter's router, on rotating keys.
+func BenchmarkAddFreqHandler(b *testing.B) {
+	srv := redistest.Start(b)
+	st, s := testStore(b, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=1s")
+	h := NewServer(discardLogger(), s, st.Store, st.m, prometheus.NewRegistry())
+	w := &discardWriter{h: http.Header{}}
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		i++
+		body := `{"business_id":7,"key":"user:` + strconv.Itoa(i%10000) + `","time_span":86400}`
+		r := httptest.NewRequest(http.MethodPost, "/freqcap.v1.FrequencyControl/AddFreq", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		clear(w.h)
+		w.status = 0
+		h.ServeHTTP(w, r)
+		if w.status != 0 && w.status != http.StatusOK {
+			b.Fatal(w.status)
+		}
+	}
+}

@@ -156,6 +156,9 @@ type protoJSON struct{}
 func (protoJSON) Name() string { return "json" }
 
 func (protoJSON) Marshal(v any) ([]byte, error) {
+	if b, ok := marshalFast(v); ok {
+		return b, nil
+	}
 	m, ok := v.(proto.Message)
 	if !ok {
 		return nil, fmt.Errorf("%T is not a proto message", v)
@@ -164,6 +167,9 @@ func (protoJSON) Marshal(v any) ([]byte, error) {
 }
 
 func (protoJSON) Unmarshal(b []byte, v any) error {
+	if unmarshalFast(b, v) {
+		return nil
+	}
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("%T is not a proto message", v)

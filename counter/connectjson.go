@@ -1,0 +1,298 @@
+package main
+
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+
+	freqcapv1 "github.com/freqcap/freqcap/gen/freqcap/v1"
+)
+
+// The frequency-control calls every caller makes, AddFreq and GetFreq
+// (alone or in batches), are encoded and decoded here without protojson's
+// reflection, which took 14% of the counter's CPU on AddFreq. What is
+// written is what protojson writes with UseProtoNames and EmitUnpopulated
+// (int64 as a string); what is read is only the plain form of a request:
+// an object of known fields, each once, with plain unsigned numbers,
+// strings without escapes and enum names. Anything else (camelCase names
+// excepted, which are known fields too) goes to protojson, which decodes
+// it or says what is wrong, as before. FuzzConnectJSON checks both
+// against protojson.
+
+// marshalFast encodes the answers of the frequency-control calls; false
+// for any other message, and for strings that are not UTF-8 (protojson
+// refuses them).
+func marshalFast(v any) ([]byte, bool) {
+	if !validStrings(v) {
+		return nil, false
+	}
+	switch m := v.(type) {
+	case *freqcapv1.AddFreqRsp:
+		return appendAddRsp(make([]byte, 0, 96), m), true
+	case *freqcapv1.GetFreqRsp:
+		return appendGetRsp(make([]byte, 0, 128), m), true
+	case *freqcapv1.BatchAddFreqRsp:
+		b := append(make([]byte, 0, 64+96*len(m.Results)), `{"results":[`...)
+		for i, r := range m.Results {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendAddRsp(b, r)
+		}
+		return appendCodeMsg(append(b, "],"...), m.Code, m.Msg), true
+	case *freqcapv1.BatchGetFreqRsp:
+		b := append(make([]byte, 0, 64+128*len(m.Results)), `{"results":[`...)
+		for i, r := range m.Results {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendGetRsp(b, r)
+		}
+		return appendCodeMsg(append(b, "],"...), m.Code, m.Msg), true
+	}
+	return nil, false
+}
+
+// validStrings reports whether every string of an answer is UTF-8.
+func validStrings(v any) bool {
+	switch m := v.(type) {
+	case *freqcapv1.AddFreqRsp:
+		return utf8.ValidString(m.GetMsg()) && utf8.ValidString(m.GetKey())
+	case *freqcapv1.GetFreqRsp:
+		return utf8.ValidString(m.GetMsg()) && utf8.ValidString(m.GetKey())
+	case *freqcapv1.BatchAddFreqRsp:
+		for _, r := range m.Results {
+			if !validStrings(r) {
+				return false
+			}
+		}
+		return utf8.ValidString(m.Msg)
+	case *freqcapv1.BatchGetFreqRsp:
+		for _, r := range m.Results {
+			if !validStrings(r) {
+				return false
+			}
+		}
+		return utf8.ValidString(m.Msg)
+	}
+	return true
+}
+
+// appendCodeMsg appends code and msg, the last members of a batch answer.
+func appendCodeMsg(b []byte, code int32, msg string) []byte {
+	b = strconv.AppendInt(append(b, `"code":`...), int64(code), 10)
+	return append(appendJSONString(append(b, `,"msg":`...), msg), '}')
+}
+
+func appendAddRsp(b []byte, m *freqcapv1.AddFreqRsp) []byte {
+	b = strconv.AppendInt(append(b, `{"code":`...), int64(m.GetCode()), 10)
+	b = appendJSONString(append(b, `,"msg":`...), m.GetMsg())
+	b = strconv.AppendUint(append(b, `,"business_id":`...), uint64(m.GetBusinessId()), 10)
+	b = appendJSONString(append(b, `,"key":`...), m.GetKey())
+	b = strconv.AppendUint(append(b, `,"freq":`...), uint64(m.GetFreq()), 10)
+	b = strconv.AppendUint(append(b, `,"ttl":`...), uint64(m.GetTtl()), 10)
+	return append(b, '}')
+}
+
+func appendGetRsp(b []byte, m *freqcapv1.GetFreqRsp) []byte {
+	b = strconv.AppendInt(append(b, `{"code":`...), int64(m.GetCode()), 10)
+	b = appendJSONString(append(b, `,"msg":`...), m.GetMsg())
+	b = strconv.AppendUint(append(b, `,"business_id":`...), uint64(m.GetBusinessId()), 10)
+	b = appendJSONString(append(b, `,"key":`...), m.GetKey())
+	b = strconv.AppendUint(append(b, `,"freq":`...), uint64(m.GetFreq()), 10)
+	b = strconv.AppendUint(append(b, `,"ttl":`...), uint64(m.GetTtl()), 10)
+	b = strconv.AppendBool(append(b, `,"stale":`...), m.GetStale())
+	b = strconv.AppendInt(append(b, `,"age_ms":"`...), m.GetAgeMs(), 10) // int64: a string
+	return append(b, `"}`...)
+}
+
+// appendJSONString appends s as a JSON string: as it is when it needs no
+// escaping, else as encoding/json writes it.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	return append(append(append(b, '"'), s...), '"')
+}
+
+// unmarshalFast decodes the plain form of a frequency-control request into
+// v; false (v untouched) when v is another message or b is not plain.
+func unmarshalFast(b []byte, v any) bool {
+	switch m := v.(type) {
+	case *freqcapv1.AddFreqReq:
+		var r freqcapv1.AddFreqReq
+		if rest, ok := readObject(b, func(name string, d *decoder) bool { return readAddField(&r, name, d) }); ok && blank(rest) {
+			m.BusinessId, m.Key, m.TimeSpan, m.TimeUnit, m.EventId = r.BusinessId, r.Key, r.TimeSpan, r.TimeUnit, r.EventId
+			return true
+		}
+	case *freqcapv1.GetFreqReq:
+		var r freqcapv1.GetFreqReq
+		if rest, ok := readObject(b, func(name string, d *decoder) bool { return readGetField(&r, name, d) }); ok && blank(rest) {
+			m.BusinessId, m.Key = r.BusinessId, r.Key
+			return true
+		}
+	}
+	return false
+}
+
+// readAddField reads one member of an AddFreqReq.
+func readAddField(r *freqcapv1.AddFreqReq, name string, d *decoder) bool {
+	switch name {
+	case "business_id", "businessId":
+		return d.uint32(&r.BusinessId)
+	case "key":
+		return d.string(&r.Key)
+	case "time_span", "timeSpan":
+		return d.uint32(&r.TimeSpan)
+	case "time_unit", "timeUnit":
+		var s string
+		if !d.string(&s) {
+			return false
+		}
+		u, ok := freqcapv1.TimeUnit_value[s]
+		r.TimeUnit = freqcapv1.TimeUnit(u)
+		return ok
+	case "event_id", "eventId":
+		return d.string(&r.EventId)
+	}
+	return false
+}
+
+// readGetField reads one member of a GetFreqReq.
+func readGetField(r *freqcapv1.GetFreqReq, name string, d *decoder) bool {
+	switch name {
+	case "business_id", "businessId":
+		return d.uint32(&r.BusinessId)
+	case "key":
+		return d.string(&r.Key)
+	}
+	return false
+}
+
+// decoder reads plain JSON values from b.
+type decoder struct{ b []byte }
+
+func (d *decoder) skipSpace() {
+	for len(d.b) > 0 && (d.b[0] == ' ' || d.b[0] == '\t' || d.b[0] == '\n' || d.b[0] == '\r') {
+		d.b = d.b[1:]
+	}
+}
+
+// string reads a string without escapes or control characters, valid UTF-8.
+func (d *decoder) string(dst *string) bool {
+	d.skipSpace()
+	if len(d.b) == 0 || d.b[0] != '"' {
+		return false
+	}
+	for i := 1; i < len(d.b); i++ {
+		switch c := d.b[i]; {
+		case c == '"':
+			s := d.b[1:i]
+			if !utf8.Valid(s) {
+				return false
+			}
+			*dst, d.b = string(s), d.b[i+1:]
+			return true
+		case c == '\\' || c < 0x20:
+			return false
+		}
+	}
+	return false
+}
+
+// uint32 reads a plain unsigned number: digits, no leading zero, in range.
+func (d *decoder) uint32(dst *uint32) bool {
+	d.skipSpace()
+	n := 0
+	for n < len(d.b) && d.b[n] >= '0' && d.b[n] <= '9' {
+		n++
+	}
+	if n == 0 || n > 10 || n > 1 && d.b[0] == '0' {
+		return false
+	}
+	if n < len(d.b) && (d.b[n] == '.' || d.b[n] == 'e' || d.b[n] == 'E') {
+		return false
+	}
+	u, err := strconv.ParseUint(string(d.b[:n]), 10, 32)
+	if err != nil {
+		return false
+	}
+	*dst, d.b = uint32(u), d.b[n:]
+	return true
+}
+
+// readObject reads one object whose members field reads, each name at
+// most once (counting a name and its camelCase form as one field is left
+// to protojson: a repeated member is not plain); it returns what follows.
+func readObject(b []byte, field func(name string, d *decoder) bool) ([]byte, bool) {
+	d := &decoder{b: b}
+	d.skipSpace()
+	if len(d.b) == 0 || d.b[0] != '{' {
+		return nil, false
+	}
+	d.b = d.b[1:]
+	var seen []string
+	for first := true; ; first = false {
+		d.skipSpace()
+		if len(d.b) > 0 && d.b[0] == '}' && first {
+			return d.b[1:], true
+		}
+		var name string
+		if !d.string(&name) {
+			return nil, false
+		}
+		for _, s := range seen {
+			if s == name || camel(s) == camel(name) {
+				return nil, false
+			}
+		}
+		seen = append(seen, name)
+		d.skipSpace()
+		if len(d.b) == 0 || d.b[0] != ':' {
+			return nil, false
+		}
+		d.b = d.b[1:]
+		if !field(name, d) {
+			return nil, false
+		}
+		d.skipSpace()
+		if len(d.b) == 0 {
+			return nil, false
+		}
+		switch d.b[0] {
+		case ',':
+			d.b = d.b[1:]
+		case '}':
+			return d.b[1:], true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// camel is a proto name's JSON name (business_id: businessId).
+func camel(s string) string {
+	out := make([]byte, 0, len(s))
+	up := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '_':
+			up = true
+		case up && c >= 'a' && c <= 'z':
+			out, up = append(out, c-'a'+'A'), false
+		default:
+			out, up = append(out, c), false
+		}
+	}
+	return string(out)
+}
+
+// blank reports whether b holds only JSON whitespace.
+func blank(b []byte) bool {
+	d := decoder{b: b}
+	d.skipSpace()
+	return len(d.b) == 0
+}
