@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
@@ -31,18 +33,34 @@ type lastKnown struct {
 	maxAge time.Duration
 }
 
-// knownSlot is one remembered count: what the read kinds answer.
+// knownSlot is one remembered count: what the read kinds answer. It is
+// written under its lock; hash, at and count are atomics as well, so that
+// remember can see without the lock that the slot already holds this
+// count, read moments ago (a hot counter's reads, all at once).
 type knownSlot struct {
-	hash          uint64 // 0: empty
-	at            int64  // unix ns of the read
-	count, ttlMs  int64
-	lastAt        int64
+	hash          atomic.Uint64 // 0: empty
+	at            atomic.Int64  // unix ns of the read
+	count         atomic.Int64
+	ttlMs, lastAt int64
 	code          int32
 	allowed, used bool
 }
 
+// rememberedWithin is how old a slot's copy of the same count may be for
+// remember to leave it as it is: a hot counter read thousands of times a
+// second is written a few times, and its age is off by at most this.
+const rememberedWithin = int64(50 * time.Millisecond)
+
 // knownSlotBytes is what one slot costs.
-const knownSlotBytes = 56
+const knownSlotBytes = int(unsafe.Sizeof(knownSlot{}))
+
+// knownCopy is a slot's fields that only its lock guards, as fill reads
+// them.
+type knownCopy struct {
+	ttlMs, lastAt int64
+	code          int32
+	allowed, used bool
+}
 
 func newLastKnown(maxAge time.Duration, mb int) *lastKnown {
 	if maxAge <= 0 {
@@ -86,8 +104,14 @@ func (l *lastKnown) remember(items []counting.Item, res []counting.Result, now t
 		}
 		h := l.hash(&items[i])
 		s, mu := l.slot(h)
+		if s.hash.Load() == h && s.count.Load() == r.Count && at-s.at.Load() < rememberedWithin {
+			continue
+		}
 		mu.Lock()
-		*s = knownSlot{hash: h, at: at, count: r.Count, ttlMs: r.TTLMs, lastAt: r.LastAt, code: int32(r.Code), allowed: r.Allowed, used: true}
+		s.hash.Store(h)
+		s.at.Store(at)
+		s.count.Store(r.Count)
+		s.ttlMs, s.lastAt, s.code, s.allowed, s.used = r.TTLMs, r.LastAt, int32(r.Code), r.Allowed, true
 		mu.Unlock()
 	}
 }
@@ -106,13 +130,14 @@ func (l *lastKnown) fill(items []counting.Item, res []counting.Result, now time.
 		h := l.hash(&items[i])
 		s, mu := l.slot(h)
 		mu.Lock()
-		k := *s
+		hash, kat, count := s.hash.Load(), s.at.Load(), s.count.Load()
+		k := knownCopy{ttlMs: s.ttlMs, lastAt: s.lastAt, code: s.code, allowed: s.allowed, used: s.used}
 		mu.Unlock()
-		age := now.Sub(time.Unix(0, k.at))
-		if !k.used || k.hash != h || age > l.maxAge {
+		age := now.Sub(time.Unix(0, kat))
+		if !k.used || hash != h || age > l.maxAge {
 			continue
 		}
-		r := counting.Result{Code: int(k.code), Count: k.count, TTLMs: k.ttlMs, LastAt: k.lastAt, Allowed: k.allowed,
+		r := counting.Result{Code: int(k.code), Count: count, TTLMs: k.ttlMs, LastAt: k.lastAt, Allowed: k.allowed,
 			Stale: true, AgeMs: age.Milliseconds()}
 		if k.ttlMs > 0 {
 			// The window's end has not moved since the value was read.
