@@ -3,6 +3,7 @@ package httpserver
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,6 +41,10 @@ type frameConn struct {
 	net.Conn
 	within time.Duration
 
+	// plain is h1 for the paths that skip the lock: an HTTP/1.1
+	// connection, known from its first bytes, is left to net/http.
+	plain atomic.Bool
+
 	mu       sync.Mutex
 	seen     int  // bytes of the preface read so far
 	h1       bool // not HTTP/2
@@ -59,6 +64,9 @@ const (
 )
 
 func (c *frameConn) Read(p []byte) (int, error) {
+	if c.plain.Load() {
+		return c.Conn.Read(p)
+	}
 	c.mu.Lock()
 	if !c.h1 && c.seen == len(h2Preface) {
 		var want time.Time
@@ -88,6 +96,7 @@ func (c *frameConn) follow(b []byte) {
 			k := min(len(b), len(h2Preface)-c.seen)
 			if string(b[:k]) != h2Preface[c.seen:c.seen+k] {
 				c.h1 = true
+				c.plain.Store(true)
 				return
 			}
 			c.seen += k
@@ -128,6 +137,9 @@ func (c *frameConn) follow(b []byte) {
 // SetReadDeadline passes net/http's deadlines through; while a frame is
 // being read, the earlier of the two holds.
 func (c *frameConn) SetReadDeadline(t time.Time) error {
+	if c.plain.Load() {
+		return c.Conn.SetReadDeadline(t)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.deadline.IsZero() && (t.IsZero() || c.deadline.Before(t)) {
