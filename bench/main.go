@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/freqcap/freqcap/core"
-	"github.com/freqcap/freqcap/shared/counting"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -783,11 +782,11 @@ func (st *stack) redisInt(key string) (int64, error) {
 // writes.
 func (st *stack) redisBenchmark(ctx context.Context) (result, error) {
 	host, port, _ := net.SplitHostPort(st.redisAddr)
-	out, err := exec.CommandContext(ctx, "redis-cli", "-h", host, "-p", port, "SCRIPT", "LOAD", core.CountScriptOf(counting.Day, counting.Hours)).Output()
-	if err != nil {
-		return result{}, err
+	lib, fn := core.CountLibrary()
+	out, err := exec.CommandContext(ctx, "redis-cli", "-h", host, "-p", port, "FUNCTION", "LOAD", "REPLACE", lib).Output()
+	if err != nil || strings.TrimSpace(string(out)) != strings.TrimPrefix(strings.SplitN(lib, "\n", 2)[0], "#!lua name=") {
+		return result{}, fmt.Errorf("FUNCTION LOAD: %q, %v", out, err)
 	}
-	sha := strings.TrimSpace(string(out))
 	now := time.Now()
 	hour := strconv.FormatInt(now.Unix()/3600, 10)
 	// Sized to run about the scenario duration at the rate measured here.
@@ -796,7 +795,7 @@ func (st *stack) redisBenchmark(ctx context.Context) (result, error) {
 	start := time.Now()
 	tag := "{rb:device:42:__rand_int__}"
 	cmd := exec.CommandContext(ctx, "redis-benchmark", "-h", host, "-p", port, "-P", "16", "-c", "50", "-n", n, "-r", "1000000", "-q",
-		"EVALSHA", sha, "3", "dedup:"+tag, "freq:"+tag, "hfreq:"+tag,
+		"FCALL", fn, "3", "dedup:"+tag, "freq:"+tag, "hfreq:"+tag,
 		"1", strconv.FormatInt(now.UnixMilli(), 10), "600000", "1", "e-__rand_int__",
 		"window", "86400000", "hours", hour, "169", "3", "608400000", "q")
 	out, err = cmd.Output()

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"slices"
@@ -33,9 +34,9 @@ func (s *script) eval(c rueidis.Client, keys, args []string) rueidis.Completed {
 }
 
 // scriptSet holds the variants of one script by the parts each defines
-// (count.lua's parts, limit.lua's kinds): a run defines every function of
-// its script anew, about 2,000 instructions each, so a run is sent the
-// variant with only its own.
+// (limit.lua's kinds): a run defines every function of its script anew,
+// about 7,000 instructions each, so a run is sent the variant with only
+// its own.
 type scriptSet struct {
 	build func(names []string) string
 	m     sync.Map // names joined with commas -> *script
@@ -60,4 +61,43 @@ func (ss *scriptSet) of(names []string) *script {
 func isNoScript(err error) bool {
 	re, ok := rueidis.IsRedisErr(err)
 	return ok && re.IsNoScript()
+}
+
+// function is a Redis Function of a library the store loads itself (the
+// count library: its parts are defined once, when Redis loads it, not on
+// every run). A write batch sends FCALLs in its one DoMulti; when Redis
+// answers that the function is not there (a restart without persistence,
+// FUNCTION FLUSH, a new node), load puts the library on every node and
+// the runs go again.
+type function struct {
+	src, name string
+}
+
+func (f *function) fcall(c rueidis.Client, keys, args []string) rueidis.Completed {
+	return c.B().Fcall().Function(f.name).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+// load loads the library on every node the client knows. A replica
+// refuses (it gets the library from its master); the error returned is
+// the last one when no node took it.
+func (f *function) load(ctx context.Context, c rueidis.Client) error {
+	var last error
+	loaded := false
+	for _, node := range c.Nodes() {
+		err := node.Do(ctx, node.B().FunctionLoad().Replace().FunctionCode(f.src).Build()).Error()
+		if err == nil {
+			loaded = true
+			continue
+		}
+		last = err
+	}
+	if loaded {
+		return nil
+	}
+	return last
+}
+
+func isNoFunction(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	return ok && strings.Contains(re.Error(), "Function not found")
 }

@@ -207,29 +207,24 @@ func (s *Store) write(ctx context.Context, items []counting.Item) []counting.Res
 	runs := s.runs(items, e)
 	cmds := make(rueidis.Commands, len(runs))
 	for k, r := range runs {
-		cmds[k] = r.script.evalsha(s.rdb, r.keys, r.args)
+		if r.parts {
+			cmds[k] = countFunction.fcall(s.rdb, r.keys, r.args)
+		} else {
+			cmds[k] = r.script.evalsha(s.rdb, r.keys, r.args)
+		}
 	}
 	// One DoMulti: one pipelined round trip per node.
 	out := s.doWrites(ctx, cmds)
-	var again []int // runs Redis answered NOSCRIPT
+	var again []int // runs Redis answered NOSCRIPT or "Function not found"
+	missing := false
 	for k, r := range out {
-		if isNoScript(r.Error()) {
+		if err := r.Error(); isNoScript(err) || isNoFunction(err) {
 			again = append(again, k)
+			missing = missing || isNoFunction(err)
 		}
 	}
 	if len(again) > 0 {
-		// The runs of one counter tag use one script (runs), so they are
-		// all here and go again in their order (unless another request
-		// loaded the script in the middle of this batch: then a counter's
-		// later run may have gone before an earlier one, which only swaps
-		// their answers).
-		evals := make(rueidis.Commands, len(again))
-		for k, p := range again {
-			evals[k] = runs[p].script.eval(s.rdb, runs[p].keys, runs[p].args)
-		}
-		for k, r := range s.doWrites(ctx, evals) {
-			out[again[k]] = r
-		}
+		s.again(ctx, runs, again, missing, out)
 	}
 	s.reach.Observe(firstErr(out))
 	res := make([]counting.Result, len(items))
@@ -259,6 +254,32 @@ func (s *Store) write(ctx context.Context, items []counting.Item) []counting.Res
 	return res
 }
 
+// again sends the runs Redis did not have the script or the function of
+// (again, in order) once more: by EVAL, and by FCALL once the count
+// library is loaded (missing). All the runs of one tag use the same script
+// or function, so they are all here and go again in their order (unless
+// another request loaded it in the middle of this batch: then a counter's
+// later run may have gone before an earlier one, which only swaps their
+// answers).
+func (s *Store) again(ctx context.Context, runs []*scriptRun, again []int, missing bool, out []rueidis.RedisResult) {
+	if missing {
+		// Were it not loaded, the runs answer "Function not found" again:
+		// their error says so.
+		_ = countFunction.load(ctx, s.rdb)
+	}
+	cmds := make(rueidis.Commands, len(again))
+	for k, p := range again {
+		if r := runs[p]; r.parts {
+			cmds[k] = countFunction.fcall(s.rdb, r.keys, r.args)
+		} else {
+			cmds[k] = r.script.eval(s.rdb, r.keys, r.args)
+		}
+	}
+	for k, r := range s.doWrites(ctx, cmds) {
+		out[again[k]] = r
+	}
+}
+
 // doWrites sends a write's script runs, waiting for the replicas when
 // COUNTER_WRITE_REPLICAS asks for them.
 func (s *Store) doWrites(ctx context.Context, cmds rueidis.Commands) []rueidis.RedisResult {
@@ -276,11 +297,10 @@ type scriptRun struct {
 	parts      bool // a run of lua/count.lua
 	hits       int64
 	// A run of lua/count.lua counts events (eids, in order) that have the
-	// same parts (partArgs: each part's name and arguments; partNames)
-	// on the same counters (keys after the first).
-	eids      []string
-	partArgs  []string
-	partNames []string
+	// same parts (partArgs: each part's name and arguments) on the same
+	// counters (keys after the first).
+	eids     []string
+	partArgs []string
 }
 
 // maxEvents is the most events one run of lua/count.lua counts.
@@ -325,7 +345,6 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 		r.items = append(r.items, i)
 		r.keys = append(r.keys, w.keys[0])
 		r.partArgs = append(append(r.partArgs, w.part), w.args...)
-		r.partNames = append(r.partNames, w.part)
 	}
 	out := make([]*scriptRun, 0, len(items))
 	for _, g := range order {
@@ -346,21 +365,11 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 	return out
 }
 
-// finishRuns gives the runs of count.lua their script and arguments.
-// Every run of one counter tag gets the same script, the one with the
-// parts of them all: a script Redis lacks (NOSCRIPT) then fails all of
-// them, and they go again in their order.
+// finishRuns gives the runs of count.lua their arguments.
 func finishRuns(out []*scriptRun, e *env) {
-	parts := map[string][]string{}
-	for _, r := range out {
-		if r.parts {
-			parts[r.keys[0]] = append(parts[r.keys[0]], r.partNames...)
-		}
-	}
 	now, dedupeTTL := strconv.FormatInt(e.now.UnixMilli(), 10), strconv.FormatInt(e.dedupeTTL.Milliseconds(), 10)
 	for _, r := range out {
 		if r.parts {
-			r.script = countScripts.of(parts[r.keys[0]])
 			ttl := "0" // no event id
 			if r.eids[0] != "" {
 				ttl = dedupeTTL
@@ -388,24 +397,16 @@ func mergeable(a, b *scriptRun) bool {
 	return true
 }
 
-// CountScript is the script with every part of lua/count.lua (lua.Count
-// of the registered parts), for tools that load it. A run is sent the
-// script of the parts it counts with (countScripts): each run defines the
-// parts of its script anew.
-var CountScript = lua.Count(partNames())
+// countFunction is lua/count.lua, the function of the count library
+// (lua.CountLibrary) that every run of parts calls.
+var countFunction = func() *function {
+	src, name := lua.CountLibrary()
+	return &function{src: src, name: name}
+}()
 
-// countScripts are count.lua with the parts of a run.
-var countScripts = scriptSet{build: lua.Count}
-
-// CountScriptOf is the count script a run of items of these kinds is sent
-// (the parts they count with), for tests and tools that load it first.
-func CountScriptOf(ks ...counting.Kind) string {
-	var names []string
-	for _, k := range ks {
-		names = append(names, kinds[k].(interface{ partName() string }).partName())
-	}
-	return countScripts.of(names).src
-}
+// CountLibrary is the count library's source and its function's name, for
+// tests and tools that load it first (FUNCTION LOAD) and call it (FCALL).
+func CountLibrary() (src, fn string) { return countFunction.src, countFunction.name }
 
 // splitPart takes one part's answer off the front of a count.lua answer:
 // its length, then its values.

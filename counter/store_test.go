@@ -301,32 +301,35 @@ func TestWriteFailsWhenRedisIsDown(t *testing.T) {
 	}
 }
 
-// TestWriteBatchIsOnePipelineAndSurvivesScriptFlush: a write batch runs
-// its scripts by EVALSHA in one pipeline, one run per dimension (its day
-// and its hour buckets together); after SCRIPT FLUSH (or a Redis restart)
-// Redis answers NOSCRIPT and the runs go again by EVAL, in order.
-func TestWriteBatchIsOnePipelineAndSurvivesScriptFlush(t *testing.T) {
+// TestWriteBatchIsOnePipelineAndSurvivesFunctionFlush: a write batch
+// calls the count library's function in one pipeline, one run per
+// dimension (its day and its hour buckets together); after FUNCTION FLUSH
+// (or a restart without persistence) Redis answers "Function not found",
+// the store loads the library and the runs go again, in order.
+func TestWriteBatchIsOnePipelineAndSurvivesFunctionFlush(t *testing.T) {
 	srv := redistest.Start(t)
 	clk := newClock(time.Date(2026, 12, 2, 10, 30, 0, 0, time.UTC))
 	st, _ := testStore(t, srv, clk)
 	rc := newClient(t, srv.URL())
 	q := Query{CID: "7", Event: "win", Windows: []int{3}, Dims: []Dim{{Name: "device", ID: "abc"}, {Name: "bundle", ID: "com.foo"}}}
 	mustIncr(t, st, q)
-	srv.OnMasters(t, "SCRIPT", "FLUSH")
+	srv.OnMasters(t, "FUNCTION", "FLUSH")
 	srv.OnMasters(t, "CONFIG", "RESETSTAT")
 	for i := 2; i <= 3; i++ {
 		res := mustIncr(t, st, q)
 		for j, c := range res.Counts {
 			if c.Day != int64(i) || c.Windows[0] != int64(i) {
-				t.Fatalf("incr %d dim %d after SCRIPT FLUSH: %+v", i, j, c)
+				t.Fatalf("incr %d dim %d after FUNCTION FLUSH: %+v", i, j, c)
 			}
 		}
 	}
-	// The first write after the flush: two NOSCRIPT answers and two EVAL;
-	// the second: two EVALSHA that find the script (on whichever masters
-	// serve the two dimensions' slots).
-	if eval, evalsha := srv.TotalCalls(t, "eval"), srv.TotalCalls(t, "evalsha"); eval != 2 || evalsha != 4 {
-		t.Errorf("after SCRIPT FLUSH: %d EVAL and %d EVALSHA, want 2 and 4", eval, evalsha)
+	// The first write after the flush: two calls that find no function,
+	// the library loaded on every master, the two calls again; the second
+	// write: two calls (on whichever masters serve the two dimensions'
+	// slots).
+	masters := len(srv.Calls(t, "fcall"))
+	if fcall, load := srv.TotalCalls(t, "fcall"), srv.TotalCalls(t, "function|load"); fcall != 6 || load != int64(masters) {
+		t.Errorf("after FUNCTION FLUSH: %d FCALL and %d FUNCTION LOAD, want 6 and one per master (%d)", fcall, load, masters)
 	}
 	if got := rawInt(t, rc, "GET", "freq:{win:device:7:abc}"); got != 3 {
 		t.Errorf("day counter = %d, want 3", got)
@@ -507,8 +510,8 @@ func TestEventsOfAHotCounterShareOneRun(t *testing.T) {
 		batch = append(batch, event(bundle, fmt.Sprint("h", i))...)
 		batch = append(batch, event(counting.Subject{Dim: "device", ID: fmt.Sprint("d", i)}, fmt.Sprint("h", i))...)
 	}
-	batch = append(batch, event(bundle, "h10")...)                                       // sent twice in one batch
-	srv.OnMasters(t, "SCRIPT", "LOAD", core.CountScriptOf(counting.Day, counting.Hours)) // no NOSCRIPT round on any master
+	batch = append(batch, event(bundle, "h10")...) // sent twice in one batch
+	loadCountLibrary(t, srv)                       // no "Function not found" round on any master
 	srv.OnMasters(t, "CONFIG", "RESETSTAT")
 	got := v.Store.Write(context.Background(), batch)
 
@@ -535,7 +538,7 @@ func TestEventsOfAHotCounterShareOneRun(t *testing.T) {
 		}
 	}
 	// 50 device runs, one for the bundle's 50 events, one for h10 again.
-	if n := srv.TotalCalls(t, "evalsha") + srv.TotalCalls(t, "eval"); n != 52 {
+	if n := srv.TotalCalls(t, "fcall"); n != 52 {
 		t.Errorf("%d script runs, want 52", n)
 	}
 	r := v.Read(context.Background(), []Query{{CID: "7", Event: "win", Windows: []int{3}, Dims: []Dim{{Name: "bundle", ID: "com.hot"}}}})[0]
@@ -570,10 +573,10 @@ func TestWinsOfAHotCounterShareOneRun(t *testing.T) {
 			counting.Item{Scope: scope, Subject: bundle, Hits: 1, EventID: eid, Spec: counting.Spec{Kind: counting.Release}},
 			counting.Item{Scope: scope, Subject: bundle, Hits: 1, EventID: eid, Spec: counting.Spec{Kind: counting.Day, Span: 1}})
 	}
-	srv.OnMasters(t, "SCRIPT", "LOAD", core.CountScriptOf(counting.Release, counting.Day))
+	loadCountLibrary(t, srv)
 	srv.OnMasters(t, "CONFIG", "RESETSTAT")
 	got := v.Store.Write(context.Background(), wins)
-	if n := srv.TotalCalls(t, "evalsha") + srv.TotalCalls(t, "eval"); n != 1 {
+	if n := srv.TotalCalls(t, "fcall"); n != 1 {
 		t.Errorf("%d script runs for 20 wins of one counter, want 1", n)
 	}
 	for i := range 20 {
@@ -596,11 +599,12 @@ func TestWinsOfAHotCounterShareOneRun(t *testing.T) {
 	}
 }
 
-// TestRunsOfACounterShareTheirScript: the runs of one counter tag in a
-// batch are sent one script, so a script Redis lacks fails them all and
-// they go again in their order: each event is answered as if it ran alone,
-// in order, even when only some scripts were loaded.
-func TestRunsOfACounterShareTheirScript(t *testing.T) {
+// TestRunsOfACounterGoAgainInOrder: the runs of one counter tag in a
+// batch all call the count library's function, so a library Redis lacks
+// (FUNCTION FLUSH, a restart without persistence) fails them all; the
+// store loads it and they go again in their order: each event is
+// answered as if it ran alone, in order.
+func TestRunsOfACounterGoAgainInOrder(t *testing.T) {
 	srv := redistest.Start(t)
 	v, _ := testStore(t, srv, newClock(time.Date(2026, 12, 3, 10, 30, 0, 0, time.UTC)))
 	scope, subj := counting.Scope{Campaign: "9", Event: "win"}, counting.Subject{Dim: "bundle", ID: "com.order"}
@@ -610,9 +614,7 @@ func TestRunsOfACounterShareTheirScript(t *testing.T) {
 		{Scope: scope, Subject: subj, Hits: 1, EventID: "b", Spec: day}, // the day and the hours
 		{Scope: scope, Subject: subj, Hits: 1, EventID: "b", Spec: counting.Spec{Kind: counting.Hours, Span: 3}},
 	}
-	srv.OnMasters(t, "SCRIPT", "FLUSH")
-	// The script of the second run only, as another request may have left.
-	srv.OnMasters(t, "SCRIPT", "LOAD", core.CountScriptOf(counting.Day, counting.Hours))
+	srv.OnMasters(t, "FUNCTION", "FLUSH")
 	got := v.Store.Write(context.Background(), batch)
 	for i, want := range []int64{1, 2, 1} {
 		if got[i].Code != 0 || got[i].Count != want {
@@ -621,13 +623,21 @@ func TestRunsOfACounterShareTheirScript(t *testing.T) {
 	}
 }
 
+// loadCountLibrary loads the count library on every master, as the store
+// does at its first "Function not found".
+func loadCountLibrary(t *testing.T, srv *redistest.Server) {
+	t.Helper()
+	src, _ := core.CountLibrary()
+	srv.OnMasters(t, "FUNCTION", "LOAD", "REPLACE", src)
+}
+
 // TestConcurrentWritesShareBatches: writes that arrive while others are
 // in flight go out together, so concurrent notices of one bundle share
 // runs; each still gets its own count, and every count is there once.
 func TestConcurrentWritesShareBatches(t *testing.T) {
 	srv := redistest.Start(t)
 	v, _ := testStore(t, srv, newClock(time.Date(2026, 12, 3, 10, 30, 0, 0, time.UTC)))
-	srv.OnMasters(t, "SCRIPT", "LOAD", core.CountScriptOf(counting.Day))
+	loadCountLibrary(t, srv)
 	srv.OnMasters(t, "CONFIG", "RESETSTAT")
 	const n = 400
 	counts := make(chan int64, n)
@@ -655,7 +665,7 @@ func TestConcurrentWritesShareBatches(t *testing.T) {
 			t.Fatalf("the %d-th count is %d: each of 1..%d once, want %v...", i, c, n, got[:min(len(got), 10)])
 		}
 	}
-	if runs := srv.TotalCalls(t, "evalsha"); runs >= n {
+	if runs := srv.TotalCalls(t, "fcall"); runs >= n {
 		t.Errorf("%d concurrent writes of one bundle took %d runs: none shared", n, runs)
 	} else {
 		t.Logf("%d concurrent writes of one bundle took %d runs", n, runs)

@@ -13,10 +13,10 @@
 package lua
 
 import (
+	"crypto/sha1"
 	"embed"
-	"maps"
-	"regexp"
-	"slices"
+	"encoding/hex"
+	"io/fs"
 	"strings"
 )
 
@@ -41,39 +41,46 @@ func file(name string) string {
 	return string(b)
 }
 
-// Count is the script that counts one event on one or more counters of
-// one hash tag with one event-id check: count.lua with the function of
-// each part given, and of the parts those run (hours runs days), before
-// it. A part is the file <part>.lua defining parts.<part> with its bit;
-// see count.lua for the contract. A run defines every part of its script
-// anew, about 2,000 instructions each, so a run's script holds only the
-// parts it counts with.
-func Count(parts []string) string {
-	all := map[string]bool{}
-	var add func(p string)
-	add = func(p string) {
-		if all[p] {
-			return
+// CountLibrary is lua/count.lua as a Redis Functions library: every
+// part (the file <part>.lua defining parts.<part> with its bit and nargs;
+// see count.lua for the contract) defined once, when Redis loads the
+// library, and one function, fn, that runs count.lua on its keys and
+// arguments. A script run would define every part anew (about 7,000
+// instructions a part); a function call defines nothing. lib and fn are
+// named after the source's hash, so the libraries of two versions of the
+// counter sit side by side in Redis. fn has no flags: it may write, and
+// Redis refuses it up front with OOM when it is past maxmemory, as
+// writes' "#!lua" scripts are refused.
+func CountLibrary() (src, fn string) {
+	names, err := fs.Glob(files, "*.lua")
+	if err != nil {
+		panic(err)
+	}
+	var body strings.Builder
+	// A function reads globals through its library's environment, and
+	// only the functions of the redis API exist while a library loads:
+	// the globals count.lua and the parts use become upvalues at the
+	// first call.
+	body.WriteString("local register = redis.register_function\n")
+	body.WriteString("local function globals() return tonumber, unpack, bit, math, redis end\n")
+	body.WriteString("local tonumber, unpack, bit, math, redis\n")
+	body.WriteString("local KEYS, ARGV -- each call's, for count.lua and the parts\nlocal parts = {}\n")
+	for _, name := range names {
+		if src := file(name); strings.Contains(src, "\nparts."+strings.TrimSuffix(name, ".lua")+" = {") {
+			body.WriteString(src)
 		}
-		all[p] = true
-		for _, m := range usesPart.FindAllStringSubmatch(file(p+".lua"), -1) {
-			add(m[1])
-		}
 	}
-	for _, p := range parts {
-		add(p)
-	}
-	var b strings.Builder
-	b.WriteString(writes + "local parts = {}\n")
-	for _, p := range slices.Sorted(maps.Keys(all)) {
-		b.WriteString(file(p + ".lua"))
-	}
-	b.WriteString(file("count.lua"))
-	return b.String()
+	body.WriteString("local function count()\n")
+	body.WriteString(file("count.lua"))
+	body.WriteString("end\n")
+	h := sha1.Sum([]byte(body.String()))
+	sum := hex.EncodeToString(h[:6])
+	fn = "freqcap_count_" + sum
+	return "#!lua name=freqcap_" + sum + "\n" + body.String() +
+		"register('" + fn + "', function(keys, args)\n" +
+		"  if not tonumber then tonumber, unpack, bit, math, redis = globals() end\n" +
+		"  KEYS, ARGV = keys, args\n  return count()\nend)\n", fn
 }
-
-// usesPart finds a part's call of another's function.
-var usesPart = regexp.MustCompile(`parts\.(\w+)\.run\(`)
 
 // Limit is the script that checks a hit against one or more rate limits
 // all or nothing: limit.lua with the function of every kind before it. A

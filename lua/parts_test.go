@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -44,25 +45,21 @@ func TestPartBits(t *testing.T) {
 	}
 }
 
-// TestCountHoldsThePartsItRuns checks that a count script holds the parts
-// asked for and those they run, and no other.
-func TestCountHoldsThePartsItRuns(t *testing.T) {
-	for _, tt := range []struct {
-		parts []string
-		want  []string
-	}{
-		{[]string{"window"}, []string{"window"}},
-		{[]string{"hours", "window"}, []string{"days", "hours", "window"}},
-		{[]string{"lifetime", "months"}, []string{"days", "lifetime", "months", "window"}},
-		{[]string{"release", "window"}, []string{"release", "window"}},
-	} {
-		src := Count(tt.parts)
-		var got []string
-		for _, m := range regexp.MustCompile(`(?m)^parts\.(\w+) = `).FindAllStringSubmatch(src, -1) {
-			got = append(got, m[1])
-		}
-		if !slices.Equal(got, tt.want) {
-			t.Errorf("Count(%v) defines %v, want %v", tt.parts, got, tt.want)
-		}
+// TestCountLibraryDefinesEveryPartOnce checks that the count library
+// defines each part of count.lua once and registers its function under a
+// name that changes with its source.
+func TestCountLibraryDefinesEveryPartOnce(t *testing.T) {
+	src, fn := CountLibrary()
+	var got []string
+	for _, m := range regexp.MustCompile(`(?m)^parts\.(\w+) = `).FindAllStringSubmatch(src, -1) {
+		got = append(got, m[1])
+	}
+	want := []string{"days", "hours", "lifetime", "month", "months", "release", "reserve", "week", "weeks", "window"}
+	if !slices.Equal(got, want) {
+		t.Errorf("the library defines %v, want %v", got, want)
+	}
+	lib := strings.TrimPrefix(fn, "freqcap_count_")
+	if !strings.HasPrefix(src, "#!lua name=freqcap_"+lib+"\n") || !strings.Contains(src, "register('"+fn+"', ") || lib == fn {
+		t.Errorf("library %.40q... does not register %s under its own name", src, fn)
 	}
 }
