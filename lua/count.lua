@@ -4,8 +4,9 @@
 -- bundle's notices in one batch) share one run: each counter is written
 -- once with the hits of every event that counts on it, and each event is
 -- answered as if it had run alone, in order. The counters' functions
--- (parts.<name>, one file each, see window.lua) are prepended to this
--- script.
+-- (parts.<name>, one file each, see window.lua) and this file are one
+-- Redis Functions library (lua.CountLibrary): KEYS and ARGV are each
+-- call's keys and arguments.
 --
 -- KEYS[1]   dedupe set dedup:{<tag>}: ZSet, member = event id, score =
 --           unix ms when last counted * W + the bits of the counters it
