@@ -121,8 +121,10 @@ func EachParam(raw string, fn func(name, value string) error) error {
 			name, err1 = url.QueryUnescape(name)
 			value, err2 = url.QueryUnescape(value)
 			if err1 != nil || err2 != nil || strings.Contains(pair, ";") {
-				_, err := Query(&http.Request{URL: &url.URL{RawQuery: raw}})
-				return err
+				if _, err := Query(&http.Request{URL: &url.URL{RawQuery: raw}}); err != nil {
+					return err
+				}
+				return apierr.Invalid("malformed query parameter %q", pair)
 			}
 		}
 		if err := fn(name, value); err != nil {
