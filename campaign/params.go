@@ -128,7 +128,10 @@ func (p *Parser) windows(v string) ([]int, error) {
 	}
 	if !strings.Contains(v, ",") {
 		n, err := p.window(v)
-		return []int{n}, err
+		if err != nil {
+			return nil, err
+		}
+		return []int{n}, nil
 	}
 	parts := strings.Split(v, ",")
 	if len(parts) > MaxWindows {

@@ -2,8 +2,6 @@ package core
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,16 +103,4 @@ type env struct {
 	retention int       // hours every hour hash keeps
 	hoursMemo hoursMemo // the hour buckets of the counter read last
 	today     *atomic.Pointer[dayBounds]
-}
-
-// partNames are the parts of lua/count.lua the kinds count with, sorted:
-// a kind with a part names it (its Lua file) with partName.
-func partNames() []string {
-	seen := map[string]bool{}
-	for _, k := range kinds {
-		if p, ok := k.(interface{ partName() string }); ok {
-			seen[p.partName()] = true
-		}
-	}
-	return slices.Sorted(maps.Keys(seen))
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	freqcapv1 "github.com/freqcap/freqcap/gen/freqcap/v1"
@@ -32,23 +34,9 @@ func marshalFast(v any) ([]byte, bool) {
 	case *freqcapv1.GetFreqRsp:
 		return appendGetRsp(make([]byte, 0, 128), m), true
 	case *freqcapv1.BatchAddFreqRsp:
-		b := append(make([]byte, 0, 64+96*len(m.Results)), `{"results":[`...)
-		for i, r := range m.Results {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendAddRsp(b, r)
-		}
-		return appendCodeMsg(append(b, "],"...), m.Code, m.Msg), true
+		return appendBatch(make([]byte, 0, 64+96*len(m.Results)), m.Results, appendAddRsp, m.Code, m.Msg), true
 	case *freqcapv1.BatchGetFreqRsp:
-		b := append(make([]byte, 0, 64+128*len(m.Results)), `{"results":[`...)
-		for i, r := range m.Results {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendGetRsp(b, r)
-		}
-		return appendCodeMsg(append(b, "],"...), m.Code, m.Msg), true
+		return appendBatch(make([]byte, 0, 64+128*len(m.Results)), m.Results, appendGetRsp, m.Code, m.Msg), true
 	}
 	return nil, false
 }
@@ -61,46 +49,54 @@ func validStrings(v any) bool {
 	case *freqcapv1.GetFreqRsp:
 		return utf8.ValidString(m.GetMsg()) && utf8.ValidString(m.GetKey())
 	case *freqcapv1.BatchAddFreqRsp:
-		for _, r := range m.Results {
-			if !validStrings(r) {
-				return false
-			}
-		}
-		return utf8.ValidString(m.Msg)
+		return allValid(m.Results) && utf8.ValidString(m.Msg)
 	case *freqcapv1.BatchGetFreqRsp:
-		for _, r := range m.Results {
-			if !validStrings(r) {
-				return false
-			}
-		}
-		return utf8.ValidString(m.Msg)
+		return allValid(m.Results) && utf8.ValidString(m.Msg)
 	}
 	return true
 }
 
-// appendCodeMsg appends code and msg, the last members of a batch answer.
-func appendCodeMsg(b []byte, code int32, msg string) []byte {
-	b = strconv.AppendInt(append(b, `"code":`...), int64(code), 10)
+// allValid is validStrings of every answer of a batch.
+func allValid[T any](rs []T) bool {
+	for _, r := range rs {
+		if !validStrings(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// appendBatch appends a batch answer: its results, then its code and msg.
+func appendBatch[T any](b []byte, rs []T, each func([]byte, T) []byte, code int32, msg string) []byte {
+	b = append(b, `{"results":[`...)
+	for i, r := range rs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = each(b, r)
+	}
+	b = strconv.AppendInt(append(b, `],"code":`...), int64(code), 10)
 	return append(appendJSONString(append(b, `,"msg":`...), msg), '}')
 }
 
+// appendFreqFields appends the members AddFreqRsp and GetFreqRsp share,
+// from the opening brace on.
+func appendFreqFields(b []byte, code int32, msg string, business uint32, key string, freq, ttl uint32) []byte {
+	b = strconv.AppendInt(append(b, `{"code":`...), int64(code), 10)
+	b = appendJSONString(append(b, `,"msg":`...), msg)
+	b = strconv.AppendUint(append(b, `,"business_id":`...), uint64(business), 10)
+	b = appendJSONString(append(b, `,"key":`...), key)
+	b = strconv.AppendUint(append(b, `,"freq":`...), uint64(freq), 10)
+	return strconv.AppendUint(append(b, `,"ttl":`...), uint64(ttl), 10)
+}
+
 func appendAddRsp(b []byte, m *freqcapv1.AddFreqRsp) []byte {
-	b = strconv.AppendInt(append(b, `{"code":`...), int64(m.GetCode()), 10)
-	b = appendJSONString(append(b, `,"msg":`...), m.GetMsg())
-	b = strconv.AppendUint(append(b, `,"business_id":`...), uint64(m.GetBusinessId()), 10)
-	b = appendJSONString(append(b, `,"key":`...), m.GetKey())
-	b = strconv.AppendUint(append(b, `,"freq":`...), uint64(m.GetFreq()), 10)
-	b = strconv.AppendUint(append(b, `,"ttl":`...), uint64(m.GetTtl()), 10)
+	b = appendFreqFields(b, m.GetCode(), m.GetMsg(), m.GetBusinessId(), m.GetKey(), m.GetFreq(), m.GetTtl())
 	return append(b, '}')
 }
 
 func appendGetRsp(b []byte, m *freqcapv1.GetFreqRsp) []byte {
-	b = strconv.AppendInt(append(b, `{"code":`...), int64(m.GetCode()), 10)
-	b = appendJSONString(append(b, `,"msg":`...), m.GetMsg())
-	b = strconv.AppendUint(append(b, `,"business_id":`...), uint64(m.GetBusinessId()), 10)
-	b = appendJSONString(append(b, `,"key":`...), m.GetKey())
-	b = strconv.AppendUint(append(b, `,"freq":`...), uint64(m.GetFreq()), 10)
-	b = strconv.AppendUint(append(b, `,"ttl":`...), uint64(m.GetTtl()), 10)
+	b = appendFreqFields(b, m.GetCode(), m.GetMsg(), m.GetBusinessId(), m.GetKey(), m.GetFreq(), m.GetTtl())
 	b = strconv.AppendBool(append(b, `,"stale":`...), m.GetStale())
 	b = strconv.AppendInt(append(b, `,"age_ms":"`...), m.GetAgeMs(), 10) // int64: a string
 	return append(b, `"}`...)
@@ -224,9 +220,10 @@ func (d *decoder) uint32(dst *uint32) bool {
 	return true
 }
 
-// readObject reads one object whose members field reads, each name at
-// most once (counting a name and its camelCase form as one field is left
-// to protojson: a repeated member is not plain); it returns what follows.
+// readObject reads one object whose members field reads, each field at
+// most once under either of its names (business_id, businessId): a
+// repeated member is not plain, and protojson says what is wrong with it.
+// It returns what follows the object.
 func readObject(b []byte, field func(name string, d *decoder) bool) ([]byte, bool) {
 	d := &decoder{b: b}
 	d.skipSpace()
@@ -234,7 +231,7 @@ func readObject(b []byte, field func(name string, d *decoder) bool) ([]byte, boo
 		return nil, false
 	}
 	d.b = d.b[1:]
-	var seen []string
+	var seen []string // the fields so far, by their JSON names
 	for first := true; ; first = false {
 		d.skipSpace()
 		if len(d.b) > 0 && d.b[0] == '}' && first {
@@ -244,12 +241,11 @@ func readObject(b []byte, field func(name string, d *decoder) bool) ([]byte, boo
 		if !d.string(&name) {
 			return nil, false
 		}
-		for _, s := range seen {
-			if s == name || camel(s) == camel(name) {
-				return nil, false
-			}
+		jsonName := camel(name)
+		if slices.Contains(seen, jsonName) {
+			return nil, false
 		}
-		seen = append(seen, name)
+		seen = append(seen, jsonName)
 		d.skipSpace()
 		if len(d.b) == 0 || d.b[0] != ':' {
 			return nil, false
@@ -273,8 +269,12 @@ func readObject(b []byte, field func(name string, d *decoder) bool) ([]byte, boo
 	}
 }
 
-// camel is a proto name's JSON name (business_id: businessId).
+// camel is a proto name's JSON name (business_id: businessId); a name
+// without '_' is its own.
 func camel(s string) string {
+	if !strings.Contains(s, "_") {
+		return s
+	}
 	out := make([]byte, 0, len(s))
 	up := false
 	for i := 0; i < len(s); i++ {
