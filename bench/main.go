@@ -782,7 +782,7 @@ func (st *stack) redisInt(key string) (int64, error) {
 // writes.
 func (st *stack) redisBenchmark(ctx context.Context) (result, error) {
 	host, port, _ := net.SplitHostPort(st.redisAddr)
-	lib, fn := core.CountLibrary()
+	lib, fns := core.Library()
 	out, err := exec.CommandContext(ctx, "redis-cli", "-h", host, "-p", port, "FUNCTION", "LOAD", "REPLACE", lib).Output()
 	if err != nil || !strings.HasPrefix(string(out), "freqcap_") { // redis-cli prints an error and exits 0
 		return result{}, fmt.Errorf("FUNCTION LOAD: %q, %v", out, err)
@@ -795,7 +795,7 @@ func (st *stack) redisBenchmark(ctx context.Context) (result, error) {
 	start := time.Now()
 	tag := "{rb:device:42:__rand_int__}"
 	cmd := exec.CommandContext(ctx, "redis-benchmark", "-h", host, "-p", port, "-P", "16", "-c", "50", "-n", n, "-r", "1000000", "-q",
-		"FCALL", fn, "3", "dedup:"+tag, "freq:"+tag, "hfreq:"+tag,
+		"FCALL", fns.Count, "3", "dedup:"+tag, "freq:"+tag, "hfreq:"+tag,
 		"1", strconv.FormatInt(now.UnixMilli(), 10), "600000", "1", "e-__rand_int__",
 		"window", "86400000", "hours", hour, "169", "3", "608400000", "q")
 	out, err = cmd.Output()

@@ -60,6 +60,7 @@ var kinds = map[counting.Kind]kind{
 // other parts of the item's tag that the same event counts on.
 type writing struct {
 	script     *script
+	fn         *function // instead of script: a function of the library
 	part       string
 	keys, args []string
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/freqcap/freqcap/lua"
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/ids"
@@ -16,8 +15,8 @@ import (
 
 // limiterKind is what the rate limiters share: validation, the
 // key rl:{p:<policy>:<key>}:<kind>:<limit>:<periodMs>[:<param>][<suffix>],
-// one script for a check against all the item's limits (lua/limit.lua with
-// every kind's function), and the decoding of its answer. Each kind's own
+// one function call for a check against all the item's limits (limit.lua in
+// the library, lua.Library, with every kind's function), and the decoding of its answer. Each kind's own
 // file gives its name, its parameter and its own argument.
 //
 // The clock is the counter's, as for every kind: tests inject it, natural
@@ -64,18 +63,6 @@ func takers(o option) string {
 		}
 	}
 	return strings.Join(names, " and ")
-}
-
-// limitScripts are limit.lua with the kinds of a check's limits.
-var limitScripts = scriptSet{build: lua.Limit}
-
-// limitScriptOf is the limit script of a check of it.
-func limitScriptOf(it *counting.Item) *script {
-	names := make([]string, 0, 1+len(it.Spec.Also))
-	for _, s := range specs(it) {
-		names = append(names, string(s.Kind))
-	}
-	return limitScripts.of(names)
 }
 
 const (
@@ -180,7 +167,7 @@ func (k limiterKind) key(it *counting.Item, s *counting.Spec, suffix string) str
 
 func (limiterKind) write(it *counting.Item, e *env) writing {
 	keys, args := limitKeysArgs(it, e, "")
-	return writing{script: limitScriptOf(it), keys: keys, args: args}
+	return writing{fn: limitFunction, keys: keys, args: args}
 }
 
 // limitKeysArgs is the keys and arguments of lua/limit.lua for the item's

@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
-	"slices"
 	"strings"
-	"sync"
 
 	"github.com/redis/rueidis"
 )
@@ -33,39 +31,14 @@ func (s *script) eval(c rueidis.Client, keys, args []string) rueidis.Completed {
 	return c.B().Eval().Script(s.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 
-// scriptSet holds the variants of one script by the parts each defines
-// (limit.lua's kinds): a run defines every function of its script anew,
-// about 7,000 instructions each, so a run is sent the variant with only
-// its own.
-type scriptSet struct {
-	build func(names []string) string
-	m     sync.Map // names joined with commas -> *script
-}
-
-// of is the variant defining names (any order, repeats allowed).
-func (ss *scriptSet) of(names []string) *script {
-	key := ""
-	if len(names) == 1 {
-		key = names[0] // a check of one limit: nothing to sort or join
-	} else {
-		names = slices.Compact(slices.Sorted(slices.Values(names)))
-		key = strings.Join(names, ",")
-	}
-	if s, ok := ss.m.Load(key); ok {
-		return s.(*script)
-	}
-	s, _ := ss.m.LoadOrStore(key, newScript(ss.build(names)))
-	return s.(*script)
-}
-
 func isNoScript(err error) bool {
 	re, ok := rueidis.IsRedisErr(err)
 	return ok && re.IsNoScript()
 }
 
-// function is a Redis Function of a library the store loads itself (the
-// count library: its parts are defined once, when Redis loads it, not on
-// every run). A write batch sends FCALLs in its one DoMulti; when Redis
+// function is a Redis Function of the library the store loads itself
+// (lua.Library: its parts and limiter kinds are defined once, when Redis
+// loads it, not on every run). A write batch sends FCALLs in its one DoMulti; when Redis
 // answers that the function is not there (a restart without persistence,
 // FUNCTION FLUSH, a new node), load puts the library on every node and
 // the runs go again.
@@ -95,6 +68,19 @@ func (f *function) load(ctx context.Context, c rueidis.Client) error {
 		return nil
 	}
 	return last
+}
+
+// exec calls the function alone (not in a write batch), loading the
+// library first when Redis does not have it.
+func (f *function) exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
+	r := c.Do(ctx, f.fcall(c, keys, args))
+	if isNoFunction(r.Error()) {
+		if err := f.load(ctx, c); err != nil {
+			return rueidis.NewErrorResult(err)
+		}
+		r = c.Do(ctx, f.fcall(c, keys, args))
+	}
+	return r
 }
 
 func isNoFunction(err error) bool {

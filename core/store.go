@@ -207,8 +207,8 @@ func (s *Store) write(ctx context.Context, items []counting.Item) []counting.Res
 	runs := s.runs(items, e)
 	cmds := make(rueidis.Commands, len(runs))
 	for k, r := range runs {
-		if r.parts {
-			cmds[k] = countFunction.fcall(s.rdb, r.keys, r.args)
+		if r.fn != nil {
+			cmds[k] = r.fn.fcall(s.rdb, r.keys, r.args)
 		} else {
 			cmds[k] = r.script.evalsha(s.rdb, r.keys, r.args)
 		}
@@ -264,13 +264,13 @@ func (s *Store) write(ctx context.Context, items []counting.Item) []counting.Res
 func (s *Store) again(ctx context.Context, runs []*scriptRun, again []int, missing bool, out []rueidis.RedisResult) {
 	if missing {
 		// Were it not loaded, the runs answer "Function not found" again:
-		// their error says so.
+		// their error says so. (One library holds both functions.)
 		_ = countFunction.load(ctx, s.rdb)
 	}
 	cmds := make(rueidis.Commands, len(again))
 	for k, p := range again {
-		if r := runs[p]; r.parts {
-			cmds[k] = countFunction.fcall(s.rdb, r.keys, r.args)
+		if r := runs[p]; r.fn != nil {
+			cmds[k] = r.fn.fcall(s.rdb, r.keys, r.args)
 		} else {
 			cmds[k] = r.script.eval(s.rdb, r.keys, r.args)
 		}
@@ -292,6 +292,7 @@ func (s *Store) doWrites(ctx context.Context, cmds rueidis.Commands) []rueidis.R
 // scriptRun is one script run of a write and the items it answers, in order.
 type scriptRun struct {
 	script     *script
+	fn         *function // instead of script: a function of the library
 	keys, args []string
 	items      []int
 	parts      bool // a run of lua/count.lua
@@ -330,7 +331,7 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 			order = append(order, group)
 		}
 		if w.part == "" {
-			groups[group] = append(rs, &scriptRun{script: w.script, keys: w.keys, args: w.args, items: []int{i}})
+			groups[group] = append(rs, &scriptRun{script: w.script, fn: w.fn, keys: w.keys, args: w.args, items: []int{i}})
 			continue
 		}
 		var r *scriptRun
@@ -338,7 +339,7 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 			r = rs[n-1]
 		} else {
 			// Sized for the usual run: one dimension's day and hours.
-			r = &scriptRun{parts: true, hits: it.Hits, eids: []string{it.EventID},
+			r = &scriptRun{parts: true, fn: countFunction, hits: it.Hits, eids: []string{it.EventID},
 				keys: append(make([]string, 0, 3), group), items: make([]int, 0, 2), partArgs: make([]string, 0, 8)}
 			groups[group] = append(rs, r)
 		}
@@ -397,16 +398,18 @@ func mergeable(a, b *scriptRun) bool {
 	return true
 }
 
-// countFunction is lua/count.lua, the function of the count library
-// (lua.CountLibrary) that every run of parts calls.
-var countFunction = func() *function {
-	src, name := lua.CountLibrary()
-	return &function{src: src, name: name}
-}()
+// The library (lua.Library) and its functions: count.lua, that every run
+// of parts calls, and limit.lua, that every rate-limit check calls. Both
+// load the whole library.
+var (
+	librarySrc, libraryFns = lua.Library()
+	countFunction          = &function{src: librarySrc, name: libraryFns.Count}
+	limitFunction          = &function{src: librarySrc, name: libraryFns.Limit}
+)
 
-// CountLibrary is the count library's source and its function's name, for
-// tests and tools that load it first (FUNCTION LOAD) and call it (FCALL).
-func CountLibrary() (src, fn string) { return countFunction.src, countFunction.name }
+// Library is the library's source and its functions' names, for tests
+// and tools that load it first (FUNCTION LOAD) and call it (FCALL).
+func Library() (src string, fns lua.Functions) { return librarySrc, libraryFns }
 
 // splitPart takes one part's answer off the front of a count.lua answer:
 // its length, then its values.

@@ -9,8 +9,8 @@ import (
 )
 
 // View checks one hit of it (a rate-limiter item, the view counter's
-// limits) and, when admitted, adds it to the String total: one script
-// run on one Redis, two calls on a Cluster (the total has its own slot).
+// limits) and, when admitted, adds it to the String total: one function
+// call on one Redis, two calls on a Cluster (the total has its own slot).
 // sub is a key suffix of it's limits (one limit per article, say). It
 // answers the check and the total after it; the error is Redis's.
 func (s *Store) View(ctx context.Context, it counting.Item, sub, total string) (counting.Result, int64, error) {
@@ -23,7 +23,7 @@ func (s *Store) View(ctx context.Context, it counting.Item, sub, total string) (
 		if !cluster {
 			keys = append(keys, total)
 		}
-		out, err := limitScriptOf(&it).Exec(ctx, s.rdb, keys, args).AsIntSlice()
+		out, err := limitFunction.exec(ctx, s.rdb, keys, args).AsIntSlice()
 		if err != nil {
 			s.metrics.RedisError("view")
 			return err

@@ -301,3 +301,31 @@ func TestLimiterKeysShareTheKeysHashTag(t *testing.T) {
 		}
 	}
 }
+
+// TestLimiterChecksLoadTheLibrary: checks and views call limit.lua's
+// function of the library; after FUNCTION FLUSH (a restart without
+// persistence) the first of each loads the library and is answered as if
+// it had been there, and the next ones find it.
+func TestLimiterChecksLoadTheLibrary(t *testing.T) {
+	srv := redistest.Start(t)
+	v, _ := testStore(t, srv, newClock(time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)))
+	s := counting.Spec{Kind: counting.GCRA, Limit: 2, PeriodMs: 60_000, Burst: 1}
+	srv.OnMasters(t, "FUNCTION", "FLUSH")
+	if r := limit(t, v.Store, "flushed", s, 1); !r.Allowed || r.Remaining != 0 {
+		t.Fatalf("first check after FUNCTION FLUSH: %+v, want admitted, 0 remaining", r)
+	}
+	if r := limit(t, v.Store, "flushed", s, 1); r.Allowed || r.RetryAfterMs != 30_000 {
+		t.Fatalf("second check: %+v, want refused for 30 s", r)
+	}
+	srv.OnMasters(t, "FUNCTION", "FLUSH")
+	it := counting.Item{Scope: counting.Scope{Policy: "test"}, Subject: counting.Subject{ID: "viewer"}, Spec: s, Hits: 1}
+	for i, want := range []int64{1, 1} {
+		r, total, err := v.Store.View(context.Background(), it, "article", "total:{article}")
+		if err != nil || r.Allowed != (i == 0) || total != want {
+			t.Fatalf("view %d after FUNCTION FLUSH: %+v, total %d, %v; want allowed %v, total %d", i, r, total, err, i == 0, want)
+		}
+	}
+	if n := srv.TotalCalls(t, "function|load"); n != 2*int64(len(srv.Calls(t, "fcall"))) {
+		t.Errorf("%d FUNCTION LOAD, want one per master after each flush", n)
+	}
+}

@@ -627,7 +627,7 @@ func TestRunsOfACounterGoAgainInOrder(t *testing.T) {
 // does at its first "Function not found".
 func loadCountLibrary(t *testing.T, srv *redistest.Server) {
 	t.Helper()
-	src, _ := core.CountLibrary()
+	src, _ := core.Library()
 	srv.OnMasters(t, "FUNCTION", "LOAD", "REPLACE", src)
 }
 

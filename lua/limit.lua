@@ -1,9 +1,10 @@
 -- limit.lua: one rate-limit check against one or more limits on
 -- keys of one hash tag, all or nothing: the hit is admitted when every
 -- limit admits it, and only then does any of them consume. The kinds'
--- functions (kinds.<name>, one file each) are prepended to this script;
--- each answers a hit without writing and returns the write to do when it
--- admits.
+-- functions (kinds.<name>, one file each) and this file are in the Redis
+-- Functions library (lua.Library) with count.lua: KEYS and ARGV are each
+-- call's. Each kind answers a hit without writing and returns the write
+-- to do when it admits.
 --
 -- KEYS[i] the key of limit i
 -- ARGV[1] now, unix ms

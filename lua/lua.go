@@ -42,17 +42,28 @@ func file(name string) string {
 	return string(b)
 }
 
-// CountLibrary is lua/count.lua as a Redis Functions library: every
-// part (the file <part>.lua defining parts.<part> with its bit and nargs;
-// see count.lua for the contract) defined once, when Redis loads the
-// library, and one function, fn, that runs count.lua on its keys and
-// arguments. A script run would define every part anew (about 7,000
-// instructions a part); a function call defines nothing. lib and fn are
-// named after the source's hash, so the libraries of two versions of the
-// counter sit side by side in Redis. fn has no flags: it may write, and
-// Redis refuses it up front with OOM when it is past maxmemory, as
-// writes' "#!lua" scripts are refused.
-func CountLibrary() (src, fn string) {
+// Functions names the functions of the library (Library).
+type Functions struct {
+	// Count runs count.lua: events counted on the parts of one tag.
+	Count string
+	// Limit runs limit.lua: one rate-limit check against limits of one tag.
+	Limit string
+}
+
+// Library is count.lua and limit.lua as one Redis Functions library:
+// every part (the file <part>.lua defining parts.<part> with its bit and
+// nargs; see count.lua for the contract) and every limiter kind (the
+// file <kind>.lua defining kinds.<kind>; see limit.lua) defined once,
+// when Redis loads the library, and two functions, fns.Count and
+// fns.Limit, that run count.lua and limit.lua on their keys and
+// arguments. A script run would define its parts or kinds anew (about
+// 7,000 instructions each); a function call defines nothing. The library
+// and its functions are named after the source's hash, so the libraries
+// of two versions of the counter sit side by side in Redis. The
+// functions have no flags: they may write, and Redis refuses them up
+// front with OOM when it is past maxmemory, as writes' "#!lua" scripts
+// are refused.
+func Library() (src string, fns Functions) {
 	names, err := fs.Glob(files, "*.lua")
 	if err != nil {
 		panic(err)
@@ -60,41 +71,34 @@ func CountLibrary() (src, fn string) {
 	var body strings.Builder
 	// A function reads globals through its library's environment, and
 	// only the functions of the redis API exist while a library loads:
-	// the globals count.lua and the parts use become upvalues at the
-	// first call.
+	// the globals the files use become upvalues at the first call.
 	body.WriteString("local register = redis.register_function\n")
-	body.WriteString("local function globals() return tonumber, unpack, bit, math, redis end\n")
-	body.WriteString("local tonumber, unpack, bit, math, redis\n")
-	body.WriteString("local KEYS, ARGV -- each call's, for count.lua and the parts\nlocal parts = {}\n")
+	body.WriteString("local function globals() return tonumber, unpack, bit, math, string, redis end\n")
+	body.WriteString("local tonumber, unpack, bit, math, string, redis\n")
+	body.WriteString("local KEYS, ARGV -- each call's, for count.lua, limit.lua, the parts and kinds\n")
+	body.WriteString("local parts, kinds = {}, {}\n")
 	for _, name := range names {
-		if src := file(name); strings.Contains(src, "\nparts."+strings.TrimSuffix(name, ".lua")+" = {") {
+		src, base := file(name), strings.TrimSuffix(name, ".lua")
+		if strings.Contains(src, "\nparts."+base+" = {") || strings.Contains(src, "\nkinds."+base+" = function") {
 			body.WriteString(src)
 		}
 	}
-	body.WriteString("local function count()\n")
-	body.WriteString(file("count.lua"))
-	body.WriteString("end\n")
+	for _, name := range []string{"count", "limit"} {
+		body.WriteString("local function " + name + "()\n" + file(name+".lua") + "end\n")
+	}
 	h := sha1.Sum([]byte(body.String()))
 	sum := hex.EncodeToString(h[:6])
-	fn = "freqcap_count_" + sum
-	return "#!lua name=freqcap_" + sum + "\n" + body.String() +
-		"register('" + fn + "', function(keys, args)\n" +
-		"  if not tonumber then tonumber, unpack, bit, math, redis = globals() end\n" +
-		"  KEYS, ARGV = keys, args\n  return count()\nend)\n", fn
+	fns = Functions{Count: "freqcap_count_" + sum, Limit: "freqcap_limit_" + sum}
+	body.WriteString(register(fns.Count, "count") + register(fns.Limit, "limit"))
+	return "#!lua name=freqcap_" + sum + "\n" + body.String(), fns
 }
 
-// Limit is the script that checks a hit against one or more rate limits
-// all or nothing: limit.lua with the function of every kind before it. A
-// kind is the file <kind>.lua defining kinds.<kind>; see limit.lua for
-// the contract.
-func Limit(kinds []string) string {
-	var b strings.Builder
-	b.WriteString(writes + "local kinds = {}\n")
-	for _, k := range kinds {
-		b.WriteString(file(k + ".lua"))
-	}
-	b.WriteString(file("limit.lua"))
-	return b.String()
+// register is the library's line registering fn to run body (count or
+// limit) with each call's keys and arguments.
+func register(fn, body string) string {
+	return "register('" + fn + "', function(keys, args)\n" +
+		"  if not tonumber then tonumber, unpack, bit, math, string, redis = globals() end\n" +
+		"  KEYS, ARGV = keys, args\n  return " + body + "()\nend)\n"
 }
 
 // Sliding checks and records one event in an exact sliding window with an

@@ -45,21 +45,33 @@ func TestPartBits(t *testing.T) {
 	}
 }
 
-// TestCountLibraryDefinesEveryPartOnce checks that the count library
-// defines each part of count.lua once and registers its function under a
-// name that changes with its source.
-func TestCountLibraryDefinesEveryPartOnce(t *testing.T) {
-	src, fn := CountLibrary()
-	var got []string
-	for _, m := range regexp.MustCompile(`(?m)^parts\.(\w+) = `).FindAllStringSubmatch(src, -1) {
-		got = append(got, m[1])
+// TestLibraryDefinesEveryPartAndKindOnce checks that the library defines
+// each part of count.lua and each limiter kind of limit.lua once, and
+// registers its two functions under names that change with its source.
+func TestLibraryDefinesEveryPartAndKindOnce(t *testing.T) {
+	src, fns := Library()
+	defined := func(table string) []string {
+		var got []string
+		for _, m := range regexp.MustCompile(`(?m)^`+table+`\.(\w+) = `).FindAllStringSubmatch(src, -1) {
+			got = append(got, m[1])
+		}
+		return got
 	}
-	want := []string{"days", "hours", "lifetime", "month", "months", "release", "reserve", "week", "weeks", "window"}
-	if !slices.Equal(got, want) {
-		t.Errorf("the library defines %v, want %v", got, want)
+	parts := []string{"days", "hours", "lifetime", "month", "months", "release", "reserve", "week", "weeks", "window"}
+	if got := defined("parts"); !slices.Equal(got, parts) {
+		t.Errorf("the library defines parts %v, want %v", got, parts)
 	}
-	lib := strings.TrimPrefix(fn, "freqcap_count_")
-	if !strings.HasPrefix(src, "#!lua name=freqcap_"+lib+"\n") || !strings.Contains(src, "register('"+fn+"', ") || lib == fn {
-		t.Errorf("library %.40q... does not register %s under its own name", src, fn)
+	kinds := []string{"fixed_window", "gcra", "leaky_bucket", "sliding_log", "sliding_window", "token_bucket"}
+	if got := defined("kinds"); !slices.Equal(got, kinds) {
+		t.Errorf("the library defines kinds %v, want %v", got, kinds)
+	}
+	lib := strings.TrimPrefix(fns.Count, "freqcap_count_")
+	if !strings.HasPrefix(src, "#!lua name=freqcap_"+lib+"\n") || lib == fns.Count || fns.Limit != "freqcap_limit_"+lib {
+		t.Errorf("library %.40q... does not name %s and %s after itself", src, fns.Count, fns.Limit)
+	}
+	for _, fn := range []string{fns.Count, fns.Limit} {
+		if strings.Count(src, "register('"+fn+"', ") != 1 {
+			t.Errorf("the library does not register %s once", fn)
+		}
 	}
 }
