@@ -28,12 +28,15 @@ import (
 
 // notice is one accepted notice.
 type notice struct {
-	event    string
-	cid      string
-	crid     string // the creative, when the notice names one
-	eid      string
-	dims     map[string]string // dimension -> id, the ones the notice gave
-	accepted time.Time
+	event string
+	cid   string
+	crid  string // the creative, when the notice names one
+	eid   string
+	dims  map[string]string // dimension -> id, the ones the notice gave
+	// unreserved: the notice's URL says its bid was not reserved (rsv=0):
+	// a win ends no reservation (no release part in its runs).
+	unreserved bool
+	accepted   time.Time
 	// exp is when a signed notice's URL expires (zero when unsigned): the
 	// journal takes it once until then.
 	exp time.Time
@@ -587,8 +590,9 @@ func (f *Forwarder) items(sch *counting.Schema, batch []entry) []counting.BatchI
 			items[i] = lost(sch, n, &camp)
 			continue
 		}
-		// A win ends its bid's reservation, in the same run as its count.
-		it.Release = len(sch.Events) > 0 && n.event == sch.Events[0]
+		// A win ends its bid's reservation, in the same run as its count,
+		// unless its URL says none was made.
+		it.Release = len(sch.Events) > 0 && n.event == sch.Events[0] && !n.unreserved
 		need := camp.Need(n.event)
 		// A campaign stored beyond the counter's limits (while the counter
 		// was away) is served at them.

@@ -200,7 +200,7 @@ func (j *Journal) Append(ctx context.Context, n notice) error {
 		cmd = j.xadd(j.keys[p], noticeFields(n, nil))
 	} else {
 		minute := n.exp.Unix() / 60
-		args = noticeFields(n, append(make([]string, 0, 10+2*len(n.dims)), fp, strconv.FormatInt((minute+1)*60+seenGrace, 10)))
+		args = noticeFields(n, append(make([]string, 0, 12+2*len(n.dims)), fp, strconv.FormatInt((minute+1)*60+seenGrace, 10)))
 		keys = []string{j.keys[p], seenKey(p, minute)}
 		// Replicated appends go in a group on one connection: EVAL there,
 		// so that a Redis without the script loaded needs no second trip.
@@ -376,11 +376,15 @@ func (j *Journal) commitGroup(ctx context.Context, group []replicatedAppend) {
 }
 
 // noticeFields appends a notice's stream fields and values to to: E, C,
-// I and R (when it names a creative), then its dimensions.
+// I, R (when it names a creative) and U (1 when its bid was not
+// reserved), then its dimensions.
 func noticeFields(n notice, to []string) []string {
 	to = append(to, "E", n.event, "C", n.cid, "I", n.eid)
 	if n.crid != "" {
 		to = append(to, "R", n.crid)
+	}
+	if n.unreserved {
+		to = append(to, "U", "1")
 	}
 	for d, v := range n.dims {
 		to = append(to, d, v)
@@ -398,7 +402,9 @@ func (j *Journal) xadd(key string, fields []string) rueidis.Completed {
 }
 
 // decode turns a stream entry back into its notice. Fields E, C, I and R
-// are the event, campaign, event id and creative; every other field is a dimension
+// are the event, campaign, event id and creative, U says the bid was not
+// reserved (entries written before U existed have none: a win ends its
+// bid's reservation, as then); every other field is a dimension
 // (dimension names are lower case).
 func decode(p int, e rueidis.XRangeEntry) entry {
 	out := entry{part: p, id: e.ID}
@@ -413,6 +419,8 @@ func decode(p int, e rueidis.XRangeEntry) entry {
 			n.eid = v
 		case "R":
 			n.crid = v
+		case "U":
+			n.unreserved = v == "1"
 		case deadError, deadFrom:
 			// A dead letter's own fields (dimension names are lower case).
 		default:

@@ -35,7 +35,7 @@ func newMetrics(reg prometheus.Registerer, journal *Journal) *metrics {
 			Name: "freqcap_callback_notices_received_total", Help: "Notices received from exchanges, by event.",
 		}, []string{"event"}),
 		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "freqcap_callback_notices_accepted_total", Help: "Notices validated and written to the journal (answered 2xx), by event.",
+			Name: "freqcap_callback_notices_accepted_total", Help: "Notices validated and taken (answered 2xx), by event: written to the journal, or with nothing to write (the loss of a bid its URL says was not reserved).",
 		}, []string{"event"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "freqcap_callback_notices_rejected_total", Help: "Notices refused, by event and reason (invalid, macro, audit, conflict, too_large, signature, unknown_campaign, source_limit, journal_full, journal_unavailable, journal_unreplicated, draining).",

@@ -64,6 +64,13 @@ func parseNotice(event string, sch *counting.Schema, form url.Values) (notice, *
 	if n.crid = form.Get("crid"); n.crid != "" && !ids.ValidCID(n.crid) {
 		return n, &rejection{"invalid", apierr.Invalid("crid must be %s", ids.CIDRule)}
 	}
+	switch form.Get(reservedParam) {
+	case "":
+	case "0":
+		n.unreserved = true
+	default:
+		return n, &rejection{"invalid", apierr.Invalid("%s must be 0 (the bid was not reserved) when given", reservedParam)}
+	}
 	n.dims = candidates(sch, form)
 	if sch != nil {
 		if len(sch.Events) > 0 && !slices.Contains(sch.Events, event) && event != lossEvent {
@@ -91,6 +98,12 @@ func parseNotice(event string, sch *counting.Schema, form url.Values) (notice, *
 	}
 	return n, nil
 }
+
+// reservedParam is the parameter by which a notice URL says that its bid
+// was not reserved (rsv=0; client.NoticeSigner.NoReservations signs it):
+// its win ends no reservation, and its loss has nothing to do. Without
+// it, a win or loss ends the bid's reservation if there is one.
+const reservedParam = "rsv"
 
 // maxNoticeBody bounds a notice's body: its parameters are a few hundred
 // bytes.
@@ -152,6 +165,13 @@ func (h *noticeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	n.exp = exp
 	if h.d.settings.RefuseUnknown && !h.known(w, r, n) {
+		return
+	}
+	if n.event == lossEvent && n.unreserved {
+		// The loss of a bid that was not reserved ends nothing and
+		// counts nothing: it is not written.
+		h.accepted.Inc()
+		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	if !h.persist(w, r, n) {

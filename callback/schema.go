@@ -148,7 +148,7 @@ func candidates(sch *counting.Schema, form url.Values) map[string]string {
 		return out
 	}
 	for name, vs := range form {
-		if name == "cid" || name == "eid" || len(vs) == 0 || vs[0] == "" || !dimensionName.MatchString(name) {
+		if name == "cid" || name == "eid" || name == reservedParam || len(vs) == 0 || vs[0] == "" || !dimensionName.MatchString(name) {
 			continue
 		}
 		if len(out) == maxCandidates {

@@ -137,7 +137,8 @@ func ops() []op {
 		{"the same, quiet (callback's forwarding: no counts answered)", false, write(true, false, "e-")},
 		{"quiet, of a device already counted this hour", true, write(true, false, "again-")},
 		{"quiet win releasing its bid's reservation (none held), as callback sends wins", false, write(true, true, "w-")},
-		{"quiet wins as callback forwards them, per notice: device and a shared tagid, 16 notices a batch", false, batchedWins},
+		{"quiet wins as callback forwards them, per notice: device and a shared tagid, 16 notices a batch", false, batchedWins(true)},
+		{"the same, of a bidder that never reserves (rsv=0: no release)", false, batchedWins(false)},
 		{"device read (day + 24 h window)", true, func(ctx context.Context, st *core.Store, i0, n int) error {
 			for i := i0; i < i0+n; i++ {
 				q := campaign.Query{CID: "42", Event: "win", Dims: []campaign.Dim{{Name: "device", ID: device(i)}}, Windows: []int{24}}
@@ -166,13 +167,20 @@ func ops() []op {
 }
 
 // batchedWins writes wins as callback forwards them: 16 notices a batch,
-// each on its own device and one shared tagid, quiet, releasing.
-func batchedWins(ctx context.Context, st *core.Store, i0, n int) error {
+// each on its own device and one shared tagid, quiet, releasing their
+// bids' reservations unless the notices said none was made (rsv=0).
+func batchedWins(release bool) func(ctx context.Context, st *core.Store, i0, n int) error {
+	return func(ctx context.Context, st *core.Store, i0, n int) error {
+		return writeWins(ctx, st, i0, n, release)
+	}
+}
+
+func writeWins(ctx context.Context, st *core.Store, i0, n int, release bool) error {
 	for i := i0; i < i0+n; i += 16 {
 		qs := make([]campaign.Query, 0, 16)
 		for k := i; k < min(i+16, i0+n); k++ {
 			qs = append(qs, campaign.Query{CID: "42", Event: "win", Windows: []int{24}, EID: "b-" + strconv.Itoa(k), Quiet: true,
-				Release: true, ReserveEvent: "win", Dims: []campaign.Dim{{Name: "device", ID: device(k)}, {Name: "tagid", ID: "7"}}})
+				Release: release, ReserveEvent: "win", Dims: []campaign.Dim{{Name: "device", ID: device(k)}, {Name: "tagid", ID: "7"}}})
 		}
 		its, _ := campaign.Items(qs, true)
 		for _, r := range st.Write(ctx, its) {
