@@ -434,6 +434,23 @@ func BenchmarkHotReadHandler(b *testing.B) {
 // BenchmarkAddFreqHandler is make bench's AddFreq without the network: a
 // Connect JSON call through the counter's router, on rotating keys.
 func BenchmarkAddFreqHandler(b *testing.B) {
+	benchPost(b, "/freqcap.v1.FrequencyControl/AddFreq", func(i int) string {
+		return `{"business_id":7,"key":"user:` + strconv.Itoa(i%10000) + `","time_span":86400}`
+	})
+}
+
+// BenchmarkLimitHandler is make bench's rate-limit check without the
+// network: POST /v1/limit (gcra) through the counter's router, on rotating
+// keys.
+func BenchmarkLimitHandler(b *testing.B) {
+	benchPost(b, "/v1/limit", func(i int) string {
+		return `{"key":"user:` + strconv.Itoa(i%10000) + `","algorithm":"gcra","limit":100,"period":"1m","burst":10}`
+	})
+}
+
+// benchPost posts body(i) as JSON to path through the counter's router,
+// once per iteration, and wants 200 answers.
+func benchPost(b *testing.B, path string, body func(i int) string) {
 	srv := redistest.Start(b)
 	st, s := testStore(b, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=1s")
 	h := NewServer(discardLogger(), s, st.Store, st.m, prometheus.NewRegistry())
@@ -442,8 +459,7 @@ func BenchmarkAddFreqHandler(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		i++
-		body := `{"business_id":7,"key":"user:` + strconv.Itoa(i%10000) + `","time_span":86400}`
-		r := httptest.NewRequest(http.MethodPost, "/freqcap.v1.FrequencyControl/AddFreq", strings.NewReader(body))
+		r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body(i)))
 		r.Header.Set("Content-Type", "application/json")
 		clear(w.h)
 		w.status = 0

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -14,14 +15,16 @@ import (
 // setHeaders writes the IETF RateLimit fields of an answer, and
 // Retry-After (seconds, rounded up) when it is refused.
 func setHeaders(h http.Header, p *ratelimit.Policy, a *counting.LimitAnswer) {
+	// The keys as Header.Set would write them (canonical), without its
+	// canonicalization on every answer.
 	if a.Degraded {
-		h.Set("Freqcap-Degraded", "true")
+		h["Freqcap-Degraded"] = []string{"true"}
 		return
 	}
-	h.Set("RateLimit-Policy", p.Header())
-	h.Set("RateLimit", p.RateLimit(a))
+	h["Ratelimit-Policy"] = []string{p.Header()}
+	h["Ratelimit"] = []string{p.RateLimit(a)}
 	if !a.Allowed && a.RetryAfterMs > 0 {
-		h.Set("Retry-After", strconv.FormatInt(ratelimit.CeilDiv(a.RetryAfterMs, 1000), 10))
+		h["Retry-After"] = []string{strconv.FormatInt(ratelimit.CeilDiv(a.RetryAfterMs, 1000), 10)}
 	}
 }
 
@@ -37,13 +40,13 @@ func handleLimit(l *ratelimit.Checker) http.Handler {
 			httpjson.Error(w, r, l.Log, err)
 			return
 		}
-		pols, as, err := l.Check(r.Context(), []counting.LimitRequest{req}, false)
+		pols, as, err := l.Check(checkContext(r), []counting.LimitRequest{req}, false)
 		if err != nil {
 			httpjson.Error(w, r, l.Log, err)
 			return
 		}
 		setHeaders(w.Header(), pols[0], &as[0])
-		httpjson.Write(w, http.StatusOK, as[0])
+		httpjson.WriteRaw(w, http.StatusOK, appendLimitAnswer(make([]byte, 0, 160), &as[0]))
 	})
 }
 
@@ -60,12 +63,19 @@ func handleLimitBatch(l *ratelimit.Checker, maxChecks int) http.Handler {
 			httpjson.Error(w, r, l.Log, apierr.Invalid("checks must hold 1 to %d checks, got %d", maxChecks, len(req.Checks)))
 			return
 		}
-		_, as, err := l.Check(r.Context(), req.Checks, true)
+		_, as, err := l.Check(checkContext(r), req.Checks, true)
 		if err != nil {
 			httpjson.Error(w, r, l.Log, err)
 			return
 		}
-		httpjson.Write(w, http.StatusOK, counting.LimitBatchAnswer{Results: as})
+		b := append(make([]byte, 0, 32+160*len(as)), `{"code":0,"results":[`...)
+		for i := range as {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendLimitAnswer(b, &as[i])
+		}
+		httpjson.WriteRaw(w, http.StatusOK, append(b, "]}"...))
 	})
 }
 
@@ -103,7 +113,7 @@ func handleGate(l *ratelimit.Checker) http.Handler {
 			httpjson.Error(w, r, l.Log, apierr.Invalid("deny must be 429 or 403 (for nginx auth_request), got %q", d))
 			return
 		}
-		pols, as, err := l.Check(r.Context(), []counting.LimitRequest{req}, false)
+		pols, as, err := l.Check(checkContext(r), []counting.LimitRequest{req}, false)
 		if err != nil {
 			httpjson.Error(w, r, l.Log, err)
 			return
@@ -115,4 +125,46 @@ func handleGate(l *ratelimit.Checker) http.Handler {
 		}
 		w.WriteHeader(deny)
 	})
+}
+
+// checkContext is the context of a request's checks: its values, not its
+// cancellation. A check is bounded by its own timeout, and one that has
+// gone to Redis is answered even if the client left; a child of a context
+// that can be cancelled costs a registration with it on every check.
+func checkContext(r *http.Request) context.Context { return context.WithoutCancel(r.Context()) }
+
+// appendLimitAnswer appends a as encoding/json writes counting.LimitAnswer
+// (the same fields, in order, the same omissions; a msg that needs
+// escaping goes through encoding/json).
+func appendLimitAnswer(b []byte, a *counting.LimitAnswer) []byte {
+	b = strconv.AppendBool(append(b, `{"allowed":`...), a.Allowed)
+	b = strconv.AppendInt(append(b, `,"remaining":`...), a.Remaining, 10)
+	b = strconv.AppendInt(append(b, `,"retryAfterMs":`...), a.RetryAfterMs, 10)
+	b = strconv.AppendInt(append(b, `,"resetAfterMs":`...), a.ResetAfterMs, 10)
+	b = strconv.AppendInt(append(b, `,"delayMs":`...), a.DelayMs, 10)
+	b = strconv.AppendBool(append(b, `,"shadowed":`...), a.Shadowed)
+	b = strconv.AppendBool(append(b, `,"degraded":`...), a.Degraded)
+	if a.Code != 0 {
+		b = strconv.AppendInt(append(b, `,"code":`...), int64(a.Code), 10)
+	}
+	if a.Msg != "" {
+		b = appendJSONString(append(b, `,"msg":`...), a.Msg)
+	}
+	if len(a.Limits) > 0 {
+		b = append(b, `,"limits":[`...)
+		for i := range a.Limits {
+			d := &a.Limits[i]
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendBool(append(b, `{"allowed":`...), d.Allowed)
+			b = strconv.AppendInt(append(b, `,"remaining":`...), d.Remaining, 10)
+			b = strconv.AppendInt(append(b, `,"retryAfterMs":`...), d.RetryAfterMs, 10)
+			b = strconv.AppendInt(append(b, `,"resetAfterMs":`...), d.ResetAfterMs, 10)
+			b = strconv.AppendInt(append(b, `,"delayMs":`...), d.DelayMs, 10)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
 }

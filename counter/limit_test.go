@@ -1,14 +1,17 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/redistest"
 )
 
@@ -228,4 +231,35 @@ func TestBadPolicyFileStopsTheCounter(t *testing.T) {
 			t.Errorf("%s: %v, want an error naming %s", body, err, want)
 		}
 	}
+}
+
+// FuzzLimitAnswerJSON checks the hand-written encoder of /v1/limit's
+// answer against encoding/json: the same value back, and the same bytes
+// when the message holds nothing encoding/json escapes.
+func FuzzLimitAnswerJSON(f *testing.F) {
+	f.Add(true, int64(3), int64(0), int64(1200), int64(0), false, false, 0, "", uint8(0))
+	f.Add(false, int64(0), int64(-1), int64(60_000), int64(5), true, true, 10003, "redis unavailable, retry: \"x\" <é>\n", uint8(3))
+	f.Fuzz(func(t *testing.T, allowed bool, remaining, retry, reset, delay int64, shadowed, degraded bool, code int, msg string, n uint8) {
+		a := counting.LimitAnswer{Allowed: allowed, Remaining: remaining, RetryAfterMs: retry, ResetAfterMs: reset, DelayMs: delay,
+			Shadowed: shadowed, Degraded: degraded, Code: code, Msg: msg}
+		for i := range int(n % 4) {
+			a.Limits = append(a.Limits, counting.Decision{Allowed: i%2 == 0, Remaining: remaining + int64(i), RetryAfterMs: retry - int64(i), ResetAfterMs: reset, DelayMs: delay * int64(i)})
+		}
+		got := appendLimitAnswer(nil, &a)
+		want, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back, wantBack counting.LimitAnswer
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		_ = json.Unmarshal(want, &wantBack)
+		if !reflect.DeepEqual(back, wantBack) {
+			t.Fatalf("decoded %+v, encoding/json's decodes to %+v", back, wantBack)
+		}
+		if plain := !strings.ContainsFunc(msg, func(r rune) bool { return r < 0x20 || r >= 0x7f || strings.ContainsRune(`"\<>&`, r) }); plain && string(got) != string(want) {
+			t.Fatalf("wrote %s, encoding/json writes %s", got, want)
+		}
+	})
 }

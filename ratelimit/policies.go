@@ -158,11 +158,16 @@ func (p *Policy) RateLimit(a *counting.LimitAnswer) string {
 	if len(ds) == 0 {
 		ds = []counting.Decision{{Remaining: a.Remaining, ResetAfterMs: a.ResetAfterMs}}
 	}
-	parts := make([]string, len(ds))
+	b := make([]byte, 0, 48*len(ds))
 	for i, d := range ds {
-		parts[i] = fmt.Sprintf("%s;r=%d;t=%d", strconv.Quote(p.limitName(i)), d.Remaining, CeilDiv(d.ResetAfterMs, 1000))
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendQuote(b, p.limitName(i))
+		b = strconv.AppendInt(append(b, ";r="...), d.Remaining, 10)
+		b = strconv.AppendInt(append(b, ";t="...), CeilDiv(d.ResetAfterMs, 1000), 10)
 	}
-	return strings.Join(parts, ", ")
+	return string(b)
 }
 
 // CeilDiv is a/b rounded up, 0 for a <= 0.
