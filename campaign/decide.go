@@ -261,8 +261,10 @@ func (v Counters) Answer(ctx context.Context, req *counting.DecideRequest, timeo
 			// Neither Redis nor a last-known copy: fail open.
 			out[i] = counting.Verdict{CID: out[i].CID, Allowed: true, Degraded: true,
 				Code: v.Code(d.Err), Msg: "declared caps unavailable: " + core.FirstLine(d.Err)}
-		case d.AgeMs > 0:
-			out[i].Stale, out[i].AgeMs = true, max(out[i].AgeMs, d.AgeMs)
+		case d.Ages[out[i].CID] > 0:
+			// Its declaration is a last-known copy (another's being one
+			// says nothing of this one).
+			out[i].Stale, out[i].AgeMs = true, max(out[i].AgeMs, d.Ages[out[i].CID])
 		}
 	}
 	return out
@@ -270,11 +272,12 @@ func (v Counters) Answer(ctx context.Context, req *counting.DecideRequest, timeo
 
 // Declared are the declarations Declarations read: by cid (an unknown
 // campaign is absent), Unread the cids neither Redis nor a last-known copy
-// answered for (Err says why), AgeMs > 0 when some are last-known copies.
+// answered for (Err says why), Ages the age (ms) of those that are
+// last-known copies, by cid.
 type Declared struct {
 	Decls  map[string]*Declaration
 	Unread map[string]bool
-	AgeMs  int64
+	Ages   map[string]int64
 	Err    error
 }
 
@@ -286,9 +289,15 @@ func (v Counters) Declarations(ctx context.Context, cids []string) Declared {
 	for i, cid := range cids {
 		keys[i] = Key(cid)
 	}
-	hs, ageMs, err := v.Hashes(ctx, keys)
-	out := Declared{Decls: make(map[string]*Declaration, len(cids)), AgeMs: ageMs, Err: err}
+	hs, ages, err := v.Hashes(ctx, keys)
+	out := Declared{Decls: make(map[string]*Declaration, len(cids)), Err: err}
 	for i, m := range hs {
+		if ages != nil && ages[i] > 0 {
+			if out.Ages == nil {
+				out.Ages = map[string]int64{}
+			}
+			out.Ages[cids[i]] = ages[i]
+		}
 		switch {
 		case m == nil:
 			if out.Unread == nil {

@@ -59,11 +59,13 @@ func (k *knownHashes) dropOldest(now time.Time) {
 }
 
 // fill sets each nil out[i] to the last-known hash of keys[i] where one
-// is young enough, and answers the age of the oldest used (ms).
-func (k *knownHashes) fill(keys []string, out []map[string]string, now time.Time) (ageMs int64) {
+// is young enough, and answers the age of each used (ms, at least 1; 0
+// for the hashes read now).
+func (k *knownHashes) fill(keys []string, out []map[string]string, now time.Time) (ages []int64) {
 	if k == nil {
-		return 0
+		return nil
 	}
+	ages = make([]int64, len(keys))
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for i, key := range keys {
@@ -72,8 +74,8 @@ func (k *knownHashes) fill(keys []string, out []map[string]string, now time.Time
 		}
 		if e, ok := k.m[key]; ok && now.Sub(e.at) <= k.maxAge {
 			out[i] = e.h
-			ageMs = max(ageMs, now.Sub(e.at).Milliseconds(), 1)
+			ages[i] = max(now.Sub(e.at).Milliseconds(), 1)
 		}
 	}
-	return ageMs
+	return ages
 }

@@ -121,6 +121,7 @@ func NewStore(rdb rueidis.Client, o Options, m Metrics) *Store {
 		retention:   o.Limits.MaxHours,
 		limits:      o.Limits,
 		known:       newLastKnown(o.StaleMax, o.StaleCacheMB),
+		knownHashes: newKnownHashes(o.StaleMax),
 		hot:         newHotKeys(o.HotKeys, o.HotKeyRate, time.Second),
 		replicated:  newReplicatedWrites(rdb, o.WriteReplicas, o.WriteTimeout),
 	}

@@ -40,8 +40,8 @@ type Store struct {
 	known       *lastKnown  // nil when COUNTER_STALE_MAX is 0
 	local       *LocalCache // nil: every read goes through a reader
 	today       atomic.Pointer[dayBounds]
-	knownHashes *knownHashes
-	hot         *hotKeys // nil when COUNTER_HOT_KEY_RATE is 0
+	knownHashes *knownHashes // nil when COUNTER_STALE_MAX is 0
+	hot         *hotKeys     // nil when COUNTER_HOT_KEY_RATE is 0
 	// stall is when Redis stopped answering reads in time (unix ns), 0
 	// while it answers; probed is when the last PING of a stall ended,
 	// probing is set while one is under way.

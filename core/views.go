@@ -69,8 +69,9 @@ func (s *Store) Total(ctx context.Context, key string) (int64, error) {
 // per node for those not cached, under the read rules: skipped during a
 // stall. An absent hash reads as an empty map. When Redis does not answer
 // (err), a hash not served from the cache answers its last-known value
-// when it was read within StaleMax (ageMs old at most), else nil.
-func (s *Store) Hashes(ctx context.Context, keys []string) (out []map[string]string, ageMs int64, err error) {
+// when it was read within StaleMax, ages[i] ms old (ages is nil when
+// every hash was read now), else nil.
+func (s *Store) Hashes(ctx context.Context, keys []string) (out []map[string]string, ages []int64, err error) {
 	out = make([]map[string]string, len(keys))
 	err = s.Guarded(ctx, func(ctx context.Context) error {
 		cmds := make([]rueidis.CacheableTTL, len(keys))
@@ -97,7 +98,7 @@ func (s *Store) Hashes(ctx context.Context, keys []string) (out []map[string]str
 	now := s.now()
 	s.knownHashes.remember(keys, out, now)
 	if err != nil {
-		ageMs = s.knownHashes.fill(keys, out, now)
+		ages = s.knownHashes.fill(keys, out, now)
 	}
-	return out, ageMs, err
+	return out, ages, err
 }

@@ -402,6 +402,41 @@ func TestDecideWithRedisFrozen(t *testing.T) {
 	}
 }
 
+// A candidate is stale when its own declaration is a last-known copy, not
+// when another candidate's is: with one declaration unreadable (a String
+// written by hand over its hash), that candidate decides on its last-known
+// declaration, stale, and the other on what Redis answered now.
+func TestDecideMarksStaleOnlyTheLastKnownDeclarations(t *testing.T) {
+	srv := redistest.Start(t)
+	base := startCounter(t, srv.URL())
+	day := func(limit int64) counting.Cap {
+		return counting.Cap{Level: "campaign", Event: "win", Dim: "device", Window: counting.CapWindow{Unit: "day", N: 1}, Limit: limit}
+	}
+	declare(t, srv, "ok1", day(1))
+	declare(t, srv, "gone", day(5))
+	call(t, "POST", base+"/v1/incr?cid=ok1&device=dv&eid=ok-1", "")
+	if v := decide(t, base, "dv", "ok1", "gone"); v[0].Allowed || !v[1].Allowed || v[0].Stale || v[1].Stale {
+		t.Fatalf("both declarations read: %+v", v)
+	}
+	if err := raw(t, newClient(t, srv.URL()), "SET", campaign.Key("gone"), "not a hash").Error(); err != nil {
+		t.Fatal(err)
+	}
+	// Once the counter's cached copy is invalidated, "gone" decides on its
+	// last-known declaration.
+	var v []counting.Verdict
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if v = decide(t, base, "dv", "ok1", "gone"); v[1].Stale || time.Now().After(deadline) {
+			break
+		}
+	}
+	if g := v[1]; !g.Stale || !g.Allowed || g.AgeMs < 1 {
+		t.Errorf("the unreadable declaration: %+v, want allowed on its last-known copy, stale", g)
+	}
+	if g := v[0]; g.Stale || g.Allowed || g.Count != 1 {
+		t.Errorf("the declaration Redis answered: %+v, want blocked on the count of 1, not stale", g)
+	}
+}
+
 // The Caps RPC answers as POST /v1/decide does, over gRPC and Connect
 // JSON, and refuses bad input with InvalidArgument naming the field.
 func TestDecideRPC(t *testing.T) {
