@@ -114,6 +114,11 @@ const maxNoticeBody = 8 << 10
 // refused: the query is what the bidder signed into the notice URL, and a
 // body must not change it.
 func noticeForm(r *http.Request) (url.Values, *rejection) {
+	if len(r.PostForm) == 0 {
+		// No body (a GET, as exchanges send most): ParseForm's values are
+		// the query's, parsed once.
+		return r.Form, nil
+	}
 	q := r.URL.Query()
 	for name, b := range r.PostForm {
 		if len(b) == 0 {
