@@ -80,7 +80,6 @@ func run() error {
 	o.ReadTimeout, o.HotKeyRate = 10*time.Second, 0
 	st := core.NewStore(rdb, o, nil)
 	defer st.Close()
-	ctx := context.Background()
 	fmt.Printf("redis-server instructions per operation, %d of each, under callgrind (%s)\n", n, redisVersion())
 	fmt.Println("| operation | instructions |\n|---|---|")
 	only := os.Getenv("INSTRUCTIONS_ONLY") // the operations whose names hold it
@@ -88,29 +87,41 @@ func run() error {
 		if !strings.Contains(o.name, only) {
 			continue
 		}
-		// Warm-up: scripts loaded, connections open. Each operation has
-		// devices of its own (a read, those the first write wrote).
-		base := k * 1_000_000
-		if o.reads {
-			base = 0
-		}
-		if err := o.run(ctx, st, base+900_000, 50); err != nil {
+		per, err := measure(st, o, k, n, dir, srv.Process.Pid)
+		if err != nil {
 			return fmt.Errorf("%s: %w", o.name, err)
 		}
-		before, err := dump(dir, srv.Process.Pid)
-		if err != nil {
-			return err
-		}
-		if err := o.run(ctx, st, base+1000, n); err != nil {
-			return fmt.Errorf("%s: %w", o.name, err)
-		}
-		after, err := dump(dir, srv.Process.Pid)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("| %s | %d |\n", o.name, (after-before)/int64(n))
+		fmt.Printf("| %s | %d |\n", o.name, per)
 	}
 	return nil
+}
+
+// measure runs operation o, the k-th, n times against the store and
+// answers the instructions redis-server (pid, dumping into dir) executed
+// per run.
+func measure(st *core.Store, o op, k, n int, dir string, pid int) (int64, error) {
+	ctx := context.Background()
+	// Warm-up: scripts loaded, connections open. Each operation has
+	// devices of its own (a read, those the first write wrote).
+	base := k * 1_000_000
+	if o.reads {
+		base = 0
+	}
+	if err := o.run(ctx, st, base+900_000, 50); err != nil {
+		return 0, err
+	}
+	before, err := dump(dir, pid)
+	if err != nil {
+		return 0, err
+	}
+	if err := o.run(ctx, st, base+1000, n); err != nil {
+		return 0, err
+	}
+	after, err := dump(dir, pid)
+	if err != nil {
+		return 0, err
+	}
+	return (after - before) / int64(n), nil
 }
 
 // ops are the operations counted: a notice's write of one dimension as
