@@ -15,9 +15,10 @@ import (
 
 // limiterKind is what the rate limiters share: validation, the
 // key rl:{p:<policy>:<key>}:<kind>:<limit>:<periodMs>[:<param>][<suffix>],
-// one function call for a check against all the item's limits (limit.lua in
-// the library, lua.Library, with every kind's function), and the decoding of its answer. Each kind's own
-// file gives its name, its parameter and its own argument.
+// one function call for a check against all the item's limits (limit.lua
+// in the library, lua.Library, with every kind's function), and the
+// decoding of its answer. Each kind's own file gives its name, its
+// parameter and its own argument.
 //
 // The clock is the counter's, as for every kind: tests inject it, natural
 // days are computed in COUNTER_TIMEZONE, and counter instances kept in step

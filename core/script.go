@@ -38,10 +38,10 @@ func isNoScript(err error) bool {
 
 // function is a Redis Function of the library the store loads itself
 // (lua.Library: its parts and limiter kinds are defined once, when Redis
-// loads it, not on every run). A write batch sends FCALLs in its one DoMulti; when Redis
-// answers that the function is not there (a restart without persistence,
-// FUNCTION FLUSH, a new node), load puts the library on every node and
-// the runs go again.
+// loads it, not on every run). A write batch sends FCALLs in its one
+// DoMulti; when Redis answers that the function is not there (a restart
+// without persistence, FUNCTION FLUSH, a new node), load puts the library
+// on every node and the runs go again.
 type function struct {
 	src, name string
 }

@@ -43,7 +43,7 @@ func TestEveryKeyLandsOnTheNodeOfItsTag(t *testing.T) {
 	srv := redistest.StartCluster(t)
 	st, _ := testStore(t, srv, newClock(time.Now()))
 	its := everyKind(60)
-	loadCountLibrary(t, srv)
+	loadLibrary(t, srv)
 	srv.OnMasters(t, "CONFIG", "RESETSTAT")
 	for i, r := range st.Write(context.Background(), its) {
 		if r.Code != 0 {

@@ -302,7 +302,7 @@ func TestWriteFailsWhenRedisIsDown(t *testing.T) {
 }
 
 // TestWriteBatchIsOnePipelineAndSurvivesFunctionFlush: a write batch
-// calls the count library's function in one pipeline, one run per
+// calls the library's count function in one pipeline, one run per
 // dimension (its day and its hour buckets together); after FUNCTION FLUSH
 // (or a restart without persistence) Redis answers "Function not found",
 // the store loads the library and the runs go again, in order.
@@ -511,7 +511,7 @@ func TestEventsOfAHotCounterShareOneRun(t *testing.T) {
 		batch = append(batch, event(counting.Subject{Dim: "device", ID: fmt.Sprint("d", i)}, fmt.Sprint("h", i))...)
 	}
 	batch = append(batch, event(bundle, "h10")...) // sent twice in one batch
-	loadCountLibrary(t, srv)                       // no "Function not found" round on any master
+	loadLibrary(t, srv)                            // no "Function not found" round on any master
 	srv.OnMasters(t, "CONFIG", "RESETSTAT")
 	got := v.Store.Write(context.Background(), batch)
 
@@ -573,7 +573,7 @@ func TestWinsOfAHotCounterShareOneRun(t *testing.T) {
 			counting.Item{Scope: scope, Subject: bundle, Hits: 1, EventID: eid, Spec: counting.Spec{Kind: counting.Release}},
 			counting.Item{Scope: scope, Subject: bundle, Hits: 1, EventID: eid, Spec: counting.Spec{Kind: counting.Day, Span: 1}})
 	}
-	loadCountLibrary(t, srv)
+	loadLibrary(t, srv)
 	srv.OnMasters(t, "CONFIG", "RESETSTAT")
 	got := v.Store.Write(context.Background(), wins)
 	if n := srv.TotalCalls(t, "fcall"); n != 1 {
@@ -600,7 +600,7 @@ func TestWinsOfAHotCounterShareOneRun(t *testing.T) {
 }
 
 // TestRunsOfACounterGoAgainInOrder: the runs of one counter tag in a
-// batch all call the count library's function, so a library Redis lacks
+// batch all call the library's count function, so a library Redis lacks
 // (FUNCTION FLUSH, a restart without persistence) fails them all; the
 // store loads it and they go again in their order: each event is
 // answered as if it ran alone, in order.
@@ -623,9 +623,9 @@ func TestRunsOfACounterGoAgainInOrder(t *testing.T) {
 	}
 }
 
-// loadCountLibrary loads the count library on every master, as the store
+// loadLibrary loads the library on every master, as the store
 // does at its first "Function not found".
-func loadCountLibrary(t *testing.T, srv *redistest.Server) {
+func loadLibrary(t *testing.T, srv *redistest.Server) {
 	t.Helper()
 	src, _ := core.Library()
 	srv.OnMasters(t, "FUNCTION", "LOAD", "REPLACE", src)
@@ -637,7 +637,7 @@ func loadCountLibrary(t *testing.T, srv *redistest.Server) {
 func TestConcurrentWritesShareBatches(t *testing.T) {
 	srv := redistest.Start(t)
 	v, _ := testStore(t, srv, newClock(time.Date(2026, 12, 3, 10, 30, 0, 0, time.UTC)))
-	loadCountLibrary(t, srv)
+	loadLibrary(t, srv)
 	srv.OnMasters(t, "CONFIG", "RESETSTAT")
 	const n = 400
 	counts := make(chan int64, n)

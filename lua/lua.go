@@ -4,8 +4,8 @@
 // return value.
 //
 // Every script that may grow Redis's memory starts with the Redis 7
-// shebang "#!lua" (writes, no flags), and the count library's function
-// has no flags either: Redis then refuses the whole run up front with OOM
+// shebang "#!lua" (writes, no flags), and the library's functions
+// have no flags either: Redis then refuses the whole run up front with OOM
 // when it is past maxmemory. Without a shebang, Redis
 // checks memory only at a script's first command flagged deny-oom, and
 // not at all once the script has written: count.lua, which first prunes
