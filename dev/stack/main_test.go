@@ -75,7 +75,9 @@ func launch(t *testing.T, dir string, env ...string) *launched {
 	if err := l.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			l.mu.Lock()
@@ -86,6 +88,8 @@ func launch(t *testing.T, dir string, env ...string) *launched {
 	go func() {
 		err := l.cmd.Wait()
 		pw.Close()
+		// Every line the stack wrote is in out before its exit is told.
+		<-scanned
 		l.done <- err
 	}()
 	t.Cleanup(func() {
