@@ -234,7 +234,7 @@ func (s *Store) write(ctx context.Context, items []counting.Item) []counting.Res
 			it, r := &items[i], &res[i]
 			r.Allowed = true
 			vals, ierr := v, err
-			if ierr == nil && runs[k].parts {
+			if ierr == nil && runs[k].counts() {
 				// Each part's answer is its length, then its values.
 				vals, v, ierr = splitPart(v)
 			}
@@ -295,7 +295,6 @@ type scriptRun struct {
 	fn         *function // instead of script: a function of the library
 	keys, args []string
 	items      []int
-	parts      bool // a run of lua/count.lua
 	hits       int64
 	// A run of lua/count.lua counts events (eids, in order) that have the
 	// same parts (partArgs: each part's name and arguments) on the same
@@ -303,6 +302,9 @@ type scriptRun struct {
 	eids     []string
 	partArgs []string
 }
+
+// counts reports a run of lua/count.lua (its parts).
+func (r *scriptRun) counts() bool { return r.fn == countFunction }
 
 // maxEvents is the most events one run of lua/count.lua counts.
 const maxEvents = 100
@@ -335,11 +337,11 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 			continue
 		}
 		var r *scriptRun
-		if n := len(rs); n > 0 && rs[n-1].parts && rs[n-1].hits == it.Hits && rs[n-1].eids[0] == it.EventID {
+		if n := len(rs); n > 0 && rs[n-1].counts() && rs[n-1].hits == it.Hits && rs[n-1].eids[0] == it.EventID {
 			r = rs[n-1]
 		} else {
 			// Sized for the usual run: one dimension's day and hours.
-			r = &scriptRun{parts: true, fn: countFunction, hits: it.Hits, eids: []string{it.EventID},
+			r = &scriptRun{fn: countFunction, hits: it.Hits, eids: []string{it.EventID},
 				keys: append(make([]string, 0, 3), group), items: make([]int, 0, 2), partArgs: make([]string, 0, 8)}
 			groups[group] = append(rs, r)
 		}
@@ -351,7 +353,7 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 	for _, g := range order {
 		rs := groups[g]
 		for k, r := range rs {
-			if k > 0 && r.parts {
+			if k > 0 && r.counts() {
 				last := out[len(out)-1]
 				if mergeable(last, r) {
 					last.eids = append(last.eids, r.eids[0])
@@ -370,7 +372,7 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 func finishRuns(out []*scriptRun, e *env) {
 	now, dedupeTTL := strconv.FormatInt(e.now.UnixMilli(), 10), strconv.FormatInt(e.dedupeTTL.Milliseconds(), 10)
 	for _, r := range out {
-		if r.parts {
+		if r.counts() {
 			ttl := "0" // no event id
 			if r.eids[0] != "" {
 				ttl = dedupeTTL
@@ -385,7 +387,7 @@ func finishRuns(out []*scriptRun, e *env) {
 // an event id (different ones, b's not yet in a) with the same hits and the
 // same parts on the same counters, none of them twice.
 func mergeable(a, b *scriptRun) bool {
-	if !a.parts || a.eids[0] == "" || b.eids[0] == "" || a.hits != b.hits || len(a.eids) >= maxEvents ||
+	if !a.counts() || a.eids[0] == "" || b.eids[0] == "" || a.hits != b.hits || len(a.eids) >= maxEvents ||
 		!slices.Equal(a.keys, b.keys) || !slices.Equal(a.partArgs, b.partArgs) || slices.Contains(a.eids, b.eids[0]) {
 		return false
 	}

@@ -64,9 +64,11 @@ type dayBounds struct {
 }
 
 // dayTTL is dayTTL of the env's now in loc, through the store's last
-// day bounds.
+// day bounds when loc is the store's zone. A campaign's own zone is
+// computed each time: reads mixing zones would otherwise replace the
+// shared bounds at every turn.
 func (e *env) dayTTL(loc *time.Location) time.Duration {
-	if e.today == nil {
+	if e.today == nil || loc != e.loc {
 		return dayTTL(e.now, loc)
 	}
 	d := e.today.Load()

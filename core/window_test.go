@@ -41,7 +41,7 @@ func TestDayTTL(t *testing.T) {
 	for range 3 {
 		for _, k := range rand.Perm(len(tests)) {
 			tt := tests[k]
-			e := &env{now: tt.now, today: &today}
+			e := &env{now: tt.now, loc: tt.loc, today: &today}
 			if got := e.dayTTL(tt.loc); got != tt.want {
 				t.Errorf("%s: env.dayTTL(%s) = %s, want %s", tt.name, tt.now, got, tt.want)
 			}

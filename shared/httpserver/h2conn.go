@@ -41,13 +41,12 @@ type frameConn struct {
 	net.Conn
 	within time.Duration
 
-	// plain is h1 for the paths that skip the lock: an HTTP/1.1
-	// connection, known from its first bytes, is left to net/http.
+	// plain: not HTTP/2, known from the first bytes. Such a connection
+	// is left to net/http: its paths skip the lock.
 	plain atomic.Bool
 
 	mu       sync.Mutex
-	seen     int  // bytes of the preface read so far
-	h1       bool // not HTTP/2
+	seen     int // bytes of the preface read so far
 	head     [9]byte
 	headLen  int  // bytes of the current frame's header read
 	left     int  // payload bytes of the current frame still to come
@@ -68,7 +67,7 @@ func (c *frameConn) Read(p []byte) (int, error) {
 		return c.Conn.Read(p)
 	}
 	c.mu.Lock()
-	if !c.h1 && c.seen == len(h2Preface) {
+	if !c.plain.Load() && c.seen == len(h2Preface) {
 		var want time.Time
 		if c.headLen > 0 || c.left > 0 || c.inBlock {
 			want = c.since.Add(c.within)
@@ -90,12 +89,11 @@ func (c *frameConn) Read(p []byte) (int, error) {
 
 // follow advances the framing state over b.
 func (c *frameConn) follow(b []byte) {
-	for len(b) > 0 && !c.h1 {
+	for len(b) > 0 && !c.plain.Load() {
 		switch {
 		case c.seen < len(h2Preface):
 			k := min(len(b), len(h2Preface)-c.seen)
 			if string(b[:k]) != h2Preface[c.seen:c.seen+k] {
-				c.h1 = true
 				c.plain.Store(true)
 				return
 			}
