@@ -1,7 +1,9 @@
 package httpserver
 
 import (
+	"errors"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,7 +38,7 @@ func (l frameListener) Accept() (net.Conn, error) {
 // after its first byte. Between frames it sets none, so an idle
 // connection waits for its next request as the HTTP/2 server decides. A
 // connection that does not open with the preface is HTTP/1.1 and left to
-// net/http.
+// net/http, its deadlines kept lazily (lazyDeadline).
 type frameConn struct {
 	net.Conn
 	within time.Duration
@@ -44,6 +46,9 @@ type frameConn struct {
 	// plain: not HTTP/2, known from the first bytes. Such a connection
 	// is left to net/http: its paths skip the lock.
 	plain atomic.Bool
+
+	// The deadlines net/http asks for and those the socket holds.
+	rd, wd lazyDeadline
 
 	mu       sync.Mutex
 	seen     int // bytes of the preface read so far
@@ -64,7 +69,7 @@ const (
 
 func (c *frameConn) Read(p []byte) (int, error) {
 	if c.plain.Load() {
-		return c.Conn.Read(p)
+		return c.rd.read(p, c.Conn.Read, c.Conn.SetReadDeadline)
 	}
 	c.mu.Lock()
 	if !c.plain.Load() && c.seen == len(h2Preface) {
@@ -74,7 +79,7 @@ func (c *frameConn) Read(p []byte) (int, error) {
 		}
 		if !want.Equal(c.deadline) {
 			c.deadline = want
-			_ = c.Conn.SetReadDeadline(want)
+			_ = c.rd.pass(want, c.Conn.SetReadDeadline)
 		}
 	}
 	c.mu.Unlock()
@@ -136,14 +141,24 @@ func (c *frameConn) follow(b []byte) {
 // being read, the earlier of the two holds.
 func (c *frameConn) SetReadDeadline(t time.Time) error {
 	if c.plain.Load() {
-		return c.Conn.SetReadDeadline(t)
+		return c.rd.set(t, c.Conn.SetReadDeadline)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.deadline.IsZero() && (t.IsZero() || c.deadline.Before(t)) {
 		t = c.deadline
 	}
-	return c.Conn.SetReadDeadline(t)
+	return c.rd.pass(t, c.Conn.SetReadDeadline)
+}
+
+// Write writes p, within the write deadline last set.
+func (c *frameConn) Write(p []byte) (int, error) {
+	return c.wd.write(p, c.Conn.Write, c.Conn.SetWriteDeadline)
+}
+
+// SetWriteDeadline sets the write deadline, lazily.
+func (c *frameConn) SetWriteDeadline(t time.Time) error {
+	return c.wd.set(t, c.Conn.SetWriteDeadline)
 }
 
 // SetDeadline is SetReadDeadline and SetWriteDeadline.
@@ -151,13 +166,80 @@ func (c *frameConn) SetDeadline(t time.Time) error {
 	if err := c.SetReadDeadline(t); err != nil {
 		return err
 	}
-	return c.Conn.SetWriteDeadline(t)
+	return c.SetWriteDeadline(t)
 }
 
-// CloseWrite shuts the writing side when the connection can (TCP).
-func (c *frameConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
+// lazyDeadline keeps one direction's deadline (read or write) of a
+// connection the way net/http uses it: set several times a request (the
+// idle connection's, the header's, the whole request's, none while the
+// handler runs, a past one to stop its background read, the answer's),
+// where each set moves a runtime timer. A deadline goes to the socket only
+// when it is earlier than the one the socket holds, or the socket holds
+// none or one already past; a later one, or none, is only remembered. When
+// the socket's earlier deadline fires, read and write see that the one
+// asked for has not passed, give the socket that one and go on: an
+// operation fails at the deadline asked for, never later, never earlier.
+type lazyDeadline struct {
+	mu    sync.Mutex
+	want  time.Time // the deadline asked for, zero for none
+	armed time.Time // the deadline the socket holds, zero for none
+}
+
+// set asks for t, and gives it to the socket when the socket's own would
+// let an operation run past t, or would fail one at once.
+func (d *lazyDeadline) set(t time.Time, arm func(time.Time) error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.want = t
+	if t.IsZero() || (!d.armed.IsZero() && !t.Before(d.armed) && time.Now().Before(d.armed)) {
+		return nil
 	}
-	return nil
+	d.armed = t
+	return arm(t)
+}
+
+// pass gives the socket t now (HTTP/2 framing sets its deadlines exactly).
+func (d *lazyDeadline) pass(t time.Time, arm func(time.Time) error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.want, d.armed = t, t
+	return arm(t)
+}
+
+// read reads into p within the deadline asked for.
+func (d *lazyDeadline) read(p []byte, read func([]byte) (int, error), arm func(time.Time) error) (int, error) {
+	for {
+		n, err := read(p)
+		if n > 0 || !d.early(err, arm) {
+			return n, err
+		}
+	}
+}
+
+// write writes all of p within the deadline asked for, going on with what
+// is left when an earlier deadline the socket held cut it short.
+func (d *lazyDeadline) write(p []byte, write func([]byte) (int, error), arm func(time.Time) error) (int, error) {
+	n := 0
+	for {
+		k, err := write(p[n:])
+		n += k
+		if !d.early(err, arm) {
+			return n, err
+		}
+	}
+}
+
+// early reports whether err is a timeout of an earlier deadline than the
+// one asked for, and if so gives the socket the one asked for.
+func (d *lazyDeadline) early(err error, arm func(time.Time) error) bool {
+	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.want.IsZero() && !time.Now().Before(d.want) {
+		return false
+	}
+	d.armed = d.want
+	return arm(d.want) == nil
 }

@@ -63,6 +63,11 @@ func ListenWith(addr, variable string, h http.Handler, l Limits) (*Server, error
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", variable, err)
 	}
+	return serve(ln, h, l, readHeaderTimeout), nil
+}
+
+// serve serves h on ln with the limits l and the header timeout header.
+func serve(ln net.Listener, h http.Handler, l Limits, header time.Duration) *Server {
 	// HTTP/2 without TLS (h2c) as well as HTTP/1.1: gRPC clients inside
 	// the network speak it.
 	var protocols http.Protocols
@@ -73,9 +78,9 @@ func ListenWith(addr, variable string, h http.Handler, l Limits) (*Server, error
 	// its first byte, each stream's request within ReadTimeout, a
 	// connection without streams goes after IdleTimeout, a silent one is
 	// pinged and closed.
-	ln = frameListener{Listener: ln, within: readHeaderTimeout}
+	ln = frameListener{Listener: ln, within: header}
 	s := &Server{
-		srv: &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: 2 * time.Minute, Protocols: &protocols,
+		srv: &http.Server{Handler: h, ReadHeaderTimeout: header, IdleTimeout: 2 * time.Minute, Protocols: &protocols,
 			ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout, MaxHeaderBytes: l.MaxHeaderBytes,
 			HTTP2: &http.HTTP2Config{MaxConcurrentStreams: maxStreams, SendPingTimeout: 30 * time.Second, PingTimeout: 15 * time.Second}},
 		addr: ln.Addr().String(),
@@ -86,7 +91,7 @@ func ListenWith(addr, variable string, h http.Handler, l Limits) (*Server, error
 			s.errc <- err
 		}
 	}()
-	return s, nil
+	return s
 }
 
 // Addr is the address the server listens on.
