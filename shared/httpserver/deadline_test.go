@@ -12,9 +12,9 @@ import (
 	"time"
 )
 
-// testServer serves h on loopback with the limits l and the header timeout
-// header, short enough for a test to go past them.
-func testServer(t *testing.T, h http.Handler, l Limits, header time.Duration) *Server {
+// testConn serves h on loopback with the limits l and the header timeout
+// header, short enough for a test to go past them, and dials it.
+func testConn(t *testing.T, h http.Handler, l Limits, header time.Duration) (net.Conn, *bufio.Reader) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -22,7 +22,12 @@ func testServer(t *testing.T, h http.Handler, l Limits, header time.Duration) *S
 	}
 	s := serve(ln, h, l, header)
 	t.Cleanup(s.Close)
-	return s
+	conn, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn, bufio.NewReader(conn)
 }
 
 // get sends a GET on conn and reads its answer.
@@ -55,7 +60,7 @@ func TestDeadlinesHoldAsNetHTTPSetsThem(t *testing.T) {
 
 	t.Run("a handler past the read timeouts keeps its request", func(t *testing.T) {
 		t.Parallel()
-		s := testServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, br := testConn(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			time.Sleep(read + 200*time.Millisecond)
 			if err := r.Context().Err(); err != nil {
 				_, _ = io.WriteString(w, err.Error())
@@ -63,12 +68,6 @@ func TestDeadlinesHoldAsNetHTTPSetsThem(t *testing.T) {
 			}
 			_, _ = io.WriteString(w, "done")
 		}), limits, header)
-		conn, err := net.Dial("tcp", s.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		br := bufio.NewReader(conn)
 		for i := range 2 {
 			if got := get(t, conn, br); got != "done" {
 				t.Fatalf("request %d answered %q", i, got)
@@ -80,7 +79,7 @@ func TestDeadlinesHoldAsNetHTTPSetsThem(t *testing.T) {
 	t.Run("a slow body is cut at the read timeout", func(t *testing.T) {
 		t.Parallel()
 		cut := make(chan time.Duration, 1)
-		s := testServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _ := testConn(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			_, err := io.ReadAll(r.Body)
 			if err != nil {
@@ -88,11 +87,6 @@ func TestDeadlinesHoldAsNetHTTPSetsThem(t *testing.T) {
 			}
 			close(cut)
 		}), limits, header)
-		conn, err := net.Dial("tcp", s.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
 		go func() { _, _ = io.Copy(io.Discard, conn) }()
 		if _, err := io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"); err != nil {
 			t.Fatal(err)
@@ -117,7 +111,7 @@ func TestDeadlinesHoldAsNetHTTPSetsThem(t *testing.T) {
 	t.Run("an answer not read is cut at the write timeout", func(t *testing.T) {
 		t.Parallel()
 		cut := make(chan time.Duration, 2)
-		s := testServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, br := testConn(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/" {
 				_, _ = io.WriteString(w, "small")
 				return
@@ -130,12 +124,6 @@ func TestDeadlinesHoldAsNetHTTPSetsThem(t *testing.T) {
 				}
 			}
 		}), limits, header)
-		conn, err := net.Dial("tcp", s.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		br := bufio.NewReader(conn)
 		// The first answer's write deadline passes while the connection
 		// idles; the second answer gets its own whole.
 		if got := get(t, conn, br); got != "small" {

@@ -175,7 +175,8 @@ func (c *frameConn) SetDeadline(t time.Time) error {
 // handler runs, a past one to stop its background read, the answer's),
 // where each set moves a runtime timer. A deadline goes to the socket only
 // when it is earlier than the one the socket holds, or the socket holds
-// none or one already past; a later one, or none, is only remembered. When
+// none or one that stops operations at once; a later one, or none, is only
+// remembered. When
 // the socket's earlier deadline fires, read and write see that the one
 // asked for has not passed, give the socket that one and go on: an
 // operation fails at the deadline asked for, never later, never earlier.
@@ -185,13 +186,20 @@ type lazyDeadline struct {
 	armed time.Time // the deadline the socket holds, zero for none
 }
 
+// longAgo: a deadline before it stops an operation at once (net/http's,
+// to end a connection's background read, is the epoch's first second).
+// No deadline computed from the clock is that early.
+var longAgo = time.Unix(1<<30, 0)
+
 // set asks for t, and gives it to the socket when the socket's own would
-// let an operation run past t, or would fail one at once.
+// let an operation run past t, or is one that stops operations at once.
+// (A deadline the socket holds that has passed since is found by the next
+// operation, as any earlier one is.)
 func (d *lazyDeadline) set(t time.Time, arm func(time.Time) error) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.want = t
-	if t.IsZero() || (!d.armed.IsZero() && !t.Before(d.armed) && time.Now().Before(d.armed)) {
+	if t.IsZero() || (!d.armed.IsZero() && !t.Before(d.armed) && !d.armed.Before(longAgo)) {
 		return nil
 	}
 	d.armed = t
