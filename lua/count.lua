@@ -45,8 +45,9 @@ local hits = ARGV[1] == '1' and 1 or tonumber(ARGV[1])
 -- only where arithmetic needs it (pruning, an id seen before).
 local now, dedupe, ttl = tonumber(ARGV[2]), ARGV[3] ~= '0', nil
 local ne = ARGV[4] == '1' and 1 or tonumber(ARGV[4])
--- W, the score's room for the parts' bits: 1024, room for ten parts, so a
--- new part takes the next bit and no score changes meaning. Scores written
+-- W, the score's room for the parts' bits: 1024, room for ten parts, all
+-- ten taken (window 1 ... release 512): an eleventh needs a wider W, with
+-- the scores written at 1024 decoded as those of 4 are. Scores written
 -- with W = 4 (before week and month) are below LEGACY (unix ms * 4 until
 -- the year 9000) and decode with 4: an event counted just before an
 -- upgrade is still a duplicate just after it. They are pruned by their
