@@ -176,16 +176,24 @@ var PeriodKinds = map[string]counting.Kind{UnitDay: counting.Days, UnitWeek: cou
 
 // newResults makes zero results shaped after their queries.
 func newResults(qs []Query) []Result {
-	res := make([]Result, len(qs))
+	// Three allocations whatever the batch: the results, every query's
+	// counts, and every count's windows and periods, each a capped slice
+	// of one.
+	nc, nv := 0, 0
 	for i := range qs {
-		res[i].Counts = make([]Counts, len(qs[i].Dims))
-		n, np := len(qs[i].Windows), len(qs[i].Periods)
+		nc += len(qs[i].Dims)
+		nv += len(qs[i].Dims) * (len(qs[i].Windows) + len(qs[i].Periods))
+	}
+	res, counts, vals := make([]Result, len(qs)), make([]Counts, nc), make([]int64, nv)
+	for i := range qs {
+		d, n, np := len(qs[i].Dims), len(qs[i].Windows), len(qs[i].Periods)
+		res[i].Counts, counts = counts[:d:d], counts[d:]
 		for j := range res[i].Counts {
 			if n > 0 {
-				res[i].Counts[j].Windows = make([]int64, n)
+				res[i].Counts[j].Windows, vals = vals[:n:n], vals[n:]
 			}
 			if np > 0 {
-				res[i].Counts[j].Periods = make([]int64, np)
+				res[i].Counts[j].Periods, vals = vals[:np:np], vals[np:]
 			}
 		}
 	}
