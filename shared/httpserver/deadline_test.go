@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -212,5 +213,47 @@ func TestLazyDeadlineHoldsTheOneAskedFor(t *testing.T) {
 	time.AfterFunc(300*time.Millisecond, func() { _, _ = io.Copy(io.Discard, client) })
 	if n, err := c.Write(big); err != nil || n != len(big) {
 		t.Fatalf("wrote %d of %d: %v", n, len(big), err)
+	}
+}
+
+// A body refused unread (over its limit) is answered while the client is
+// still sending it, and the answer ends with the server's end of writing:
+// net/http shuts the connection's writing side (CloseWrite, which the
+// listener's connections must keep) and waits before it closes; without it
+// the client learnt the answer was all only when the connection closed,
+// half a second later.
+func TestARefusedBodyIsAnsweredBeforeTheConnectionCloses(t *testing.T) {
+	for i := range 5 {
+		conn, br := testConn(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<10)); err != nil {
+				http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+				return
+			}
+		}), API, readHeaderTimeout)
+		body := 64 << 20
+		go func() {
+			_, _ = io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: "+strconv.Itoa(body)+"\r\n\r\n")
+			chunk := make([]byte, 64<<10)
+			for sent := 0; sent < body; sent += len(chunk) {
+				if _, err := conn.Write(chunk); err != nil {
+					return
+				}
+			}
+		}()
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d: no answer: %v", i, err)
+		}
+		b, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Fatalf("request %d: answered %d %q, %v; want 413 read whole", i, res.StatusCode, b, err)
+		}
+		// Then the server's side ends at once, not when net/http stops
+		// waiting (half a second) and closes.
+		start := time.Now()
+		if _, err := br.ReadByte(); err != io.EOF || time.Since(start) > 400*time.Millisecond {
+			t.Fatalf("request %d: %v %s after the answer; want the server's end of writing (EOF) at once", i, err, time.Since(start))
+		}
 	}
 }

@@ -251,3 +251,13 @@ func (d *lazyDeadline) early(err error, arm func(time.Time) error) bool {
 	d.armed = d.want
 	return arm(d.want) == nil
 }
+
+// CloseWrite shuts the writing side when the connection can (TCP): net/http
+// does so after refusing a body it did not read, so that the client reads
+// the answer before the connection closes.
+func (c *frameConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
