@@ -1,9 +1,7 @@
 package httpserver
 
 import (
-	"bufio"
 	"io"
-	"net"
 	"net/http"
 	"syscall"
 	"testing"
@@ -14,19 +12,9 @@ import (
 // one kept-alive connection with the API limits: net/http's per-request
 // work, the connection's deadlines included, client and server together.
 func BenchmarkKeepAliveRequest(b *testing.B) {
-	s, err := ListenWith("127.0.0.1:0", "TEST_ADDR", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	conn, br := testConn(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok")
-	}), API)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(s.Close)
-	conn, err := net.Dial("tcp", s.Addr())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	br := bufio.NewReader(conn)
+	}), API, readHeaderTimeout)
 	req := []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	b.ReportAllocs()
 	cpu0 := cpuTime()

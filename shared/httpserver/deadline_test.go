@@ -15,7 +15,7 @@ import (
 
 // testConn serves h on loopback with the limits l and the header timeout
 // header, short enough for a test to go past them, and dials it.
-func testConn(t *testing.T, h http.Handler, l Limits, header time.Duration) (net.Conn, *bufio.Reader) {
+func testConn(t testing.TB, h http.Handler, l Limits, header time.Duration) (net.Conn, *bufio.Reader) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -176,10 +176,10 @@ func (c *frameConn) SetDeadline(t time.Time) error {
 // where each set moves a runtime timer. A deadline goes to the socket only
 // when it is earlier than the one the socket holds, or the socket holds
 // none or one that stops operations at once; a later one, or none, is only
-// remembered. When
-// the socket's earlier deadline fires, read and write see that the one
-// asked for has not passed, give the socket that one and go on: an
-// operation fails at the deadline asked for, never later, never earlier.
+// remembered. When the socket's earlier deadline fires, read and write see
+// that the one asked for has not passed, give the socket that one and go
+// on: an operation fails at the deadline asked for, never later, never
+// earlier.
 type lazyDeadline struct {
 	mu    sync.Mutex
 	want  time.Time // the deadline asked for, zero for none
