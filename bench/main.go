@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/freqcap/freqcap/bench/internal/loopback"
 	"github.com/freqcap/freqcap/core"
 
 	"github.com/prometheus/common/expfmt"
@@ -228,21 +229,6 @@ const readTimeout = "100ms"
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
 
-// freeAddrs are n distinct free addresses: every listener stays open until
-// all are chosen, so the kernel cannot hand one port out twice.
-func freeAddrs(n int) ([]string, error) {
-	out := make([]string, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		out = append(out, l.Addr().String())
-	}
-	return out, nil
-}
-
 func (st *stack) start(ctx context.Context) error {
 	bin := filepath.Join(st.s.out, "bin")
 	// The same go build line as the Dockerfiles.
@@ -256,7 +242,7 @@ func (st *stack) start(ctx context.Context) error {
 		return err
 	}
 	st.logs = logs
-	addrs, err := freeAddrs(8)
+	addrs, err := loopback.FreeAddrs(8)
 	if err != nil {
 		return err
 	}

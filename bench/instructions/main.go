@@ -6,6 +6,8 @@
 // operation N times through the counting core (as the counter does),
 // dumps callgrind's counters around each, and prints instructions per
 // operation (the Redis event loop and network included, as in production).
+// Last, a notice end to end: through a counter and a callback built here
+// (see notices).
 //
 //	go run ./bench/instructions            # make bench-instructions
 //	INSTRUCTIONS_N=2000 go run ./bench/instructions
@@ -92,6 +94,34 @@ func run() error {
 			return fmt.Errorf("%s: %w", o.name, err)
 		}
 		fmt.Printf("| %s | %d |\n", o.name, per)
+	}
+	return measureAllNotices(rdb, addr, only, n, dir, srv.Process.Pid)
+}
+
+// measureAllNotices counts the Redis work of a notice end to end, through
+// a real callback and counter, unsigned and signed.
+func measureAllNotices(rdb rueidis.Client, addr, only string, n int, dir string, pid int) error {
+	names := []string{"notice end to end, unsigned: callback's journal and forwarding, the counter's runs (device and a shared tagid)",
+		"notice end to end, signed (its fingerprint kept until its URL expires)"}
+	ctx := context.Background()
+	bin := ""
+	for k, name := range names {
+		if !strings.Contains(name, only) {
+			continue
+		}
+		if bin == "" {
+			bin = filepath.Join(dir, "bin")
+			if err := build(ctx, bin); err != nil {
+				return err
+			}
+		}
+		per, background, err := measureNotices(ctx, rdb, bin, addr, k == 1, len(ops())+k, n, dir, pid)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		fmt.Printf("| %s | %d |\n", name, per)
+		defer fmt.Printf("(notice end to end, %s: the services' background work, %d instructions a second, taken out)\n",
+			[]string{"unsigned", "signed"}[k], background)
 	}
 	return nil
 }
