@@ -117,3 +117,41 @@ func BenchmarkSignedAppend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkJournalRead is the forwarder's side of the journal per notice:
+// reading entries in batches of 100 (XREADGROUP), decoding them and
+// acknowledging them (XACK). It reports the journal's Redis bytes per
+// undelivered notice, measured before the reads.
+func BenchmarkJournalRead(b *testing.B) {
+	srv := redistest.StartSingle(b)
+	j, c := newTestJournalOn(b, srv, 1, 1<<30)
+	ctx := context.Background()
+	for i := range b.N {
+		if err := j.Append(ctx, testNotice(fmt.Sprintf("req-%d:1", i))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	size, err := c.Do(ctx, c.B().MemoryUsage().Key(journalKey(0)).Samples(0).Build()).AsInt64()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for read := 0; read < b.N; {
+		es, err := j.Read(ctx, 0, 100, 0)
+		if err != nil || len(es) == 0 {
+			b.Fatalf("read %d of %d: %v", read, b.N, err)
+		}
+		for _, e := range es {
+			if e.bad != nil {
+				b.Fatal(e.bad)
+			}
+		}
+		if err := j.Ack(ctx, es); err != nil {
+			b.Fatal(err)
+		}
+		read += len(es)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(size)/float64(b.N), "journal-B/notice")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,6 +188,62 @@ func TestJournalRefusesEntriesThatAreNotNotices(t *testing.T) {
 	es, err := j.Read(ctx, 0, 10, 0)
 	if err != nil || len(es) != 1 || es[0].bad == nil {
 		t.Fatalf("a junk entry: %+v (%v), want it marked bad", es, err)
+	}
+}
+
+// TestJournalEntriesHoldAnyValue: a notice's values go into one field,
+// each with its length, so no byte of a value (a separator, a digit, a
+// newline, in a dimension the counter has not yet checked) can change
+// what is read back.
+func TestJournalEntriesHoldAnyValue(t *testing.T) {
+	ctx := context.Background()
+	j, c := newTestJournal(t, 1, 10)
+	odd := notice{event: "win", cid: "c-1", eid: "3:E:1", crid: "cr.2", unreserved: true,
+		dims: map[string]string{"device": "12:ab\n:\x05C1:x" + strings.Repeat("\xff", 300), "bundle": ":", "tagid": "\x00"}}
+	if err := j.Append(ctx, odd); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := c.Do(ctx, c.B().Xrange().Key(journalKey(0)).Start("-").End("+").Build()).AsXRange()
+	if err != nil || len(raw) != 1 || len(raw[0].FieldValues) != 1 || raw[0].FieldValues[packedField] == "" {
+		t.Fatalf("the entry in Redis: %+v (%v), want one field %s", raw, err, packedField)
+	}
+	es, err := j.Read(ctx, 0, 10, 0)
+	if err != nil || len(es) != 1 || es[0].bad != nil {
+		t.Fatalf("read: %+v (%v)", es, err)
+	}
+	got := es[0].n
+	got.accepted = time.Time{}
+	if fmt.Sprint(got) != fmt.Sprint(odd) {
+		t.Errorf("read back %+v, want %+v", got, odd)
+	}
+}
+
+// TestJournalReadsEntriesOfAFieldPerValue: entries written with a field
+// per value (before packedField) are read as they were, and an entry
+// whose packed field is cut short is marked bad, not half read.
+func TestJournalReadsEntriesOfAFieldPerValue(t *testing.T) {
+	ctx := context.Background()
+	j, c := newTestJournal(t, 1, 10)
+	old := c.B().Xadd().Key(journalKey(0)).Id("*").FieldValue().FieldValue("E", "win").FieldValue("C", "42").
+		FieldValue("I", "e1").FieldValue("R", "cr").FieldValue("U", "1").FieldValue("device", "d1").FieldValue("tagid", "t1").Build()
+	whole := packNotice(testNotice("e2"))
+	cut := c.B().Xadd().Key(journalKey(0)).Id("*").FieldValue().FieldValue(packedField, whole[:len(whole)-1]).Build()
+	for _, cmd := range []rueidis.Completed{old, cut} {
+		if err := c.Do(ctx, cmd).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	es, err := j.Read(ctx, 0, 10, 0)
+	if err != nil || len(es) != 2 {
+		t.Fatalf("read %d entries (%v), want 2", len(es), err)
+	}
+	n := es[0].n
+	if es[0].bad != nil || n.event != "win" || n.cid != "42" || n.eid != "e1" || n.crid != "cr" || !n.unreserved ||
+		len(n.dims) != 2 || n.dims["device"] != "d1" || n.dims["tagid"] != "t1" {
+		t.Errorf("an entry of a field per value read as %+v (%v)", n, es[0].bad)
+	}
+	if es[1].bad == nil {
+		t.Errorf("an entry cut short read as %+v, want it marked bad", es[1].n)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"net/url"
 	"slices"
 	"testing"
@@ -41,5 +42,26 @@ func FuzzParseNotice(f *testing.F) {
 				t.Fatalf("%q kept dimension %s=%q", raw, name, id)
 			}
 		}
+	})
+}
+
+// FuzzJournalEntry: any notice reads back from its journal entry as it
+// was, and any value in the entry's field either reads as a notice or is
+// refused, never a panic.
+func FuzzJournalEntry(f *testing.F) {
+	f.Add("win", "42", "req-1:1", "", false, "device", "d1", "tagid", "t:7")
+	f.Add("click", "c.1", "e", "cr", true, "device", "\x00\xff", "ip", "")
+	f.Fuzz(func(t *testing.T, event, cid, eid, crid string, unreserved bool, d1, v1, d2, v2 string) {
+		n := notice{event: event, cid: cid, eid: eid, crid: crid, unreserved: unreserved, dims: map[string]string{d1: v1, d2: v2}}
+		got := notice{dims: map[string]string{}}
+		if err := unpackNotice(packNotice(n), &got); err != nil {
+			t.Fatalf("%+v: %v", n, err)
+		}
+		if got.event != n.event || got.cid != n.cid || got.eid != n.eid || got.crid != n.crid || got.unreserved != n.unreserved ||
+			!maps.Equal(got.dims, n.dims) {
+			t.Fatalf("%+v read back as %+v", n, got)
+		}
+		junk := notice{dims: map[string]string{}}
+		_ = unpackNotice(event+cid+eid+v1, &junk)
 	})
 }
