@@ -140,19 +140,18 @@ func (f *Forwarder) Start() {
 // read takes partition p's new entries and hands them to the workers. A
 // batch that waits for a worker waits in the journal: once read it is
 // pending with this instance, and claimed by another if it waits too long.
+//
+// A read that found a short batch is followed by a moment's wait
+// (BatchWait) for the next notices to join, then a read that does not
+// block: at a steady rate below a full batch per BatchWait, one
+// XREADGROUP per batch, not two (a blocking read that wakes on the first
+// new notice, then the read after the wait). Only a read that found
+// nothing blocks.
 func (f *Forwarder) read(p int) {
 	fail := f.newBackOff()
+	block := true
 	for f.readCtx.Err() == nil {
-		es, err := f.journal.Read(f.readCtx, p, f.s.BatchSize, time.Second)
-		if err == nil && len(es) > 0 && len(es) < f.s.BatchSize && f.s.BatchWait > 0 {
-			// A short batch: give the next notices a moment to join it.
-			if !sleep(f.readCtx, f.s.BatchWait) {
-				return
-			}
-			var more []entry
-			more, err = f.journal.Read(f.readCtx, p, f.s.BatchSize-len(es), 0)
-			es = append(es, more...)
-		}
+		es, err := f.readOnce(p, block)
 		if err != nil && f.readCtx.Err() == nil {
 			f.readLog.Do(func() { f.log.Warn("journal read failed, retrying", "partition", f.journal.keys[p], "err", err) })
 			if !sleep(f.readCtx, fail.NextBackOff()) {
@@ -161,6 +160,7 @@ func (f *Forwarder) read(p int) {
 		} else {
 			fail.Reset()
 		}
+		block = f.s.BatchWait <= 0 || len(es) == 0 || len(es) >= f.s.BatchSize
 		if len(es) == 0 {
 			continue
 		}
@@ -170,6 +170,30 @@ func (f *Forwarder) read(p int) {
 			return
 		}
 	}
+}
+
+// readOnce is one read of read's: blocking for up to a second, then (a
+// short batch) the wait and a second read; or, after a short batch, the
+// wait and a read that does not block.
+func (f *Forwarder) readOnce(p int, block bool) ([]entry, error) {
+	if !block {
+		if !sleep(f.readCtx, f.s.BatchWait) {
+			return nil, f.readCtx.Err()
+		}
+		return f.journal.Read(f.readCtx, p, f.s.BatchSize, 0)
+	}
+	es, err := f.journal.Read(f.readCtx, p, f.s.BatchSize, time.Second)
+	if err == nil && len(es) > 0 && len(es) < f.s.BatchSize && f.s.BatchWait > 0 {
+		// The first notices after a quiet spell: give the next a moment to
+		// join them.
+		if !sleep(f.readCtx, f.s.BatchWait) {
+			return es, nil
+		}
+		var more []entry
+		more, err = f.journal.Read(f.readCtx, p, f.s.BatchSize-len(es), 0)
+		es = append(es, more...)
+	}
+	return es, err
 }
 
 // combine joins what the readers and the claimer took into batches of up
