@@ -5,6 +5,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/freqcap/freqcap/shared/deadline"
 	"github.com/freqcap/freqcap/shared/redisconn"
 )
 
@@ -117,6 +118,7 @@ func NewStore(rdb rueidis.Client, o Options, m Metrics) *Store {
 		cacheTTL:    o.CacheTTL,
 		dedupeTTL:   o.DedupeTTL,
 		readTimeout: o.ReadTimeout,
+		readBound:   deadline.NewShared(o.ReadTimeout),
 		metrics:     m,
 		retention:   o.Limits.MaxHours,
 		limits:      o.Limits,

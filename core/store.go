@@ -16,6 +16,7 @@ import (
 	"github.com/freqcap/freqcap/lua"
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/deadline"
 	"github.com/freqcap/freqcap/shared/redisconn"
 )
 
@@ -31,6 +32,9 @@ type Store struct {
 	cacheTTL    time.Duration
 	dedupeTTL   time.Duration
 	readTimeout time.Duration
+	// readBound bounds each read that goes to Redis by readTimeout, with
+	// one timer per tick rather than one per read.
+	readBound   *deadline.Shared
 	metrics     Metrics
 	limits      Limits
 	jobs        chan *readJob
@@ -561,7 +565,7 @@ func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []co
 		return res, false
 	}
 	p := s.plan(items, e, through)
-	ctx, cancel := context.WithTimeout(ctx, s.readTimeout)
+	ctx, cancel := s.readBound.Within(ctx)
 	defer cancel()
 	j := &readJob{ctx: ctx, items: items, plan: p, done: make(chan []counting.Result, 1)}
 	select {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/deadline"
 	"github.com/freqcap/freqcap/shared/httpjson"
 )
 
@@ -60,7 +60,7 @@ func handleIncr(log *slog.Logger, p *campaign.Parser, store campaign.Counters, w
 			httpjson.Error(w, r, log, err)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
+		ctx, cancel := deadline.Within(r.Context(), writeTimeout)
 		defer cancel()
 		res, err := store.Incr(ctx, &q)
 		if err != nil {
@@ -213,7 +213,7 @@ func handleIncrBatch(log *slog.Logger, p *campaign.Parser, store campaign.Counte
 			at = append(at, i)
 		}
 		if len(qs) > 0 {
-			ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
+			ctx, cancel := deadline.Within(r.Context(), writeTimeout)
 			res, errs := store.IncrBatch(ctx, qs)
 			cancel()
 			for k, i := range at {
@@ -245,7 +245,7 @@ func handlePace(log *slog.Logger, p *campaign.Parser, store campaign.Counters, w
 			httpjson.Error(w, r, log, err)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
+		ctx, cancel := deadline.Within(r.Context(), writeTimeout)
 		defer cancel()
 		res, err := store.Pace(ctx, &q, rule)
 		if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/deadline"
 	"github.com/freqcap/freqcap/shared/httpjson"
 )
 
@@ -40,7 +40,7 @@ func handleItems(log *slog.Logger, lim *core.Limits, store *core.Store, deg *deg
 		}
 		var res []counting.Result
 		if write {
-			ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
+			ctx, cancel := deadline.Within(r.Context(), writeTimeout)
 			res = store.Write(ctx, req.Items)
 			cancel()
 		} else {

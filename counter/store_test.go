@@ -423,7 +423,8 @@ func TestAStalledRedisIsNotWaitedOn(t *testing.T) {
 	srv.Pause()
 	defer srv.Resume()
 	start := time.Now()
-	if r := st.Read(ctx, q)[0]; !r.Stale || time.Since(start) < 300*time.Millisecond {
+	// The deadline is at most a sixteenth early (reads share its timer).
+	if r := st.Read(ctx, q)[0]; !r.Stale || time.Since(start) < 300*time.Millisecond*15/16 {
 		t.Fatalf("the first read of a frozen Redis: %+v after %s, want stale after the 300 ms deadline", r, time.Since(start))
 	}
 	waited := 0
@@ -433,7 +434,7 @@ func TestAStalledRedisIsNotWaitedOn(t *testing.T) {
 		if !r.Stale || r.Counts[0].Day != 1 {
 			t.Fatalf("read during the stall: %+v, want the last-known count", r)
 		}
-		if time.Since(start) >= 300*time.Millisecond {
+		if time.Since(start) >= 300*time.Millisecond*15/16 {
 			waited++ // a probe
 		}
 	}

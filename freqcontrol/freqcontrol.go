@@ -17,6 +17,7 @@ import (
 	"github.com/freqcap/freqcap/core"
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/deadline"
 	"github.com/freqcap/freqcap/shared/ids"
 )
 
@@ -129,7 +130,7 @@ func checkKey(k Key, field string) error {
 // Write adds validated items (AddItem) within the write deadline; while
 // Redis is stalled it answers Unavailable at once.
 func (s *Service) Write(ctx context.Context, its []counting.Item) []Freq {
-	ctx, cancel := context.WithTimeout(ctx, s.writeTimeout)
+	ctx, cancel := deadline.Within(ctx, s.writeTimeout)
 	defer cancel()
 	return s.answers(ctx, s.store.WriteOrSkip(ctx, its))
 }

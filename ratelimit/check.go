@@ -10,6 +10,7 @@ import (
 
 	"github.com/freqcap/freqcap/core"
 	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/deadline"
 )
 
 // Checker decides rate-limit checks on a core store. A check is bounded by COUNTER_READ_TIMEOUT, like a read: it sits on its
@@ -42,7 +43,7 @@ func (l *Checker) Check(ctx context.Context, reqs []counting.LimitRequest, batch
 			return nil, nil, err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, l.Timeout)
+	ctx, cancel := deadline.Within(ctx, l.Timeout)
 	defer cancel()
 	res := l.Store.WriteOrSkip(ctx, items)
 	out := make([]counting.LimitAnswer, len(res))
