@@ -388,8 +388,10 @@ func noticeFields(n notice, to []string) []string {
 // may appear in a value (a dimension is checked once the counter's schema
 // is known, maybe after the append). One field costs Redis less to append
 // (as an argument of XADD or of append.lua) and to answer in XREADGROUP
-// than a field per value, and as little memory; entries written with a
-// field per value are still read (decode).
+// than a field per value; it costs the stream the dimensions' names in
+// every entry (a listpack keeps repeated field names once), about 11 bytes
+// per undelivered notice. Entries written with a field per value are
+// still read (decode).
 const packedField = "N"
 
 func packNotice(n notice) string {
@@ -398,19 +400,20 @@ func packNotice(n notice) string {
 		size += len(d) + len(v) + 4
 	}
 	b := make([]byte, 0, size)
-	put := func(s string) []byte { return append(binary.AppendUvarint(b, uint64(len(s))), s...) }
-	b = put(n.event)
-	b = put(n.cid)
-	b = put(n.eid)
-	b = put(n.crid)
+	put := func(s string) {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	flags := ""
 	if n.unreserved {
-		b = put("u")
-	} else {
-		b = put("")
+		flags = "u"
+	}
+	for _, s := range [...]string{n.event, n.cid, n.eid, n.crid, flags} {
+		put(s)
 	}
 	for d, v := range n.dims {
-		b = put(d)
-		b = put(v)
+		put(d)
+		put(v)
 	}
 	return string(b)
 }

@@ -1,7 +1,7 @@
 // Package deadline bounds many short calls with one timer. context.WithTimeout
 // starts a runtime timer for each call and stops it when the call returns,
 // and registers the call with its parent's cancellation: on the counter's
-// cold read that is a twentieth of its CPU. A Shared hands every call whose
+// cold read that was about 5% of its CPU. A Shared hands every call whose
 // deadline falls in one tick (a sixteenth of the timeout) the same context,
 // whose deadline is the start of that tick: one timer per tick, whatever
 // the rate of calls, and a deadline never later than the one asked for and
@@ -31,7 +31,7 @@ type Shared struct {
 
 // tickContext is one tick's context.
 type tickContext struct {
-	at   time.Time // its deadline
+	n    int64 // the tick's number: its start in unix ns / the tick
 	ctx  context.Context
 	stop context.CancelFunc // never called: ctx ends at its deadline
 }
@@ -54,27 +54,31 @@ func (s *Shared) Within(parent context.Context) (context.Context, context.Cancel
 	if d, ok := parent.Deadline(); (ok && !want.Before(d)) || parent.Err() != nil {
 		return context.WithDeadline(parent, want)
 	}
-	// The tick's start, as a wall-clock instant.
-	at := time.Unix(0, want.UnixNano()/int64(s.tick)*int64(s.tick))
-	if c := s.cur.Load(); c != nil && c.at.Equal(at) {
+	ns := want.UnixNano()
+	n := ns / int64(s.tick)
+	if c := s.cur.Load(); c != nil && c.n == n {
 		return c.ctx, noCancel
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c := s.cur.Load(); c != nil && c.at.Equal(at) {
+	if c := s.cur.Load(); c != nil && c.n == n {
 		return c.ctx, noCancel // made meanwhile
 	}
-	// The context ends at its deadline by itself; its cancel would only
-	// stop its timer early, which no caller may do for the others.
-	ctx, stop := context.WithDeadline(context.Background(), at)
-	s.cur.Store(&tickContext{at: at, ctx: ctx, stop: stop})
+	// The tick's start: want less what it is past the tick's start on the
+	// wall clock, keeping want's monotonic reading, so that a step of the
+	// wall clock cannot stretch the deadline. The context ends at it by
+	// itself; its cancel would only stop its timer early, which no caller
+	// may do for the others.
+	ctx, stop := context.WithDeadline(context.Background(), want.Add(-time.Duration(ns%int64(s.tick))))
+	s.cur.Store(&tickContext{n: n, ctx: ctx, stop: stop})
 	return ctx, noCancel
 }
 
 func noCancel() {}
 
 // shared holds a Shared per timeout that Within was asked for: a process
-// uses a handful (the read timeout, the write timeout, ...).
+// uses a handful (the read timeout, the write timeout, ...). Within is for
+// configured timeouts, never one computed per call.
 var shared sync.Map // time.Duration -> *Shared
 
 // Within is context.WithTimeout(parent, timeout) through the process's
