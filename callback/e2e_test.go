@@ -71,7 +71,7 @@ func (s *stack) url() string {
 	return s.redis.URL()
 }
 
-func newRedisClient(t *testing.T, srv *redistest.Server) rueidis.Client {
+func newRedisClient(t testing.TB, srv *redistest.Server) rueidis.Client {
 	t.Helper()
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}})
 	if err != nil {

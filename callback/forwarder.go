@@ -597,7 +597,8 @@ func (f *Forwarder) items(sch *counting.Schema, batch []entry) []counting.BatchI
 	items := make([]counting.BatchItem, len(batch))
 	// A batch's notices are mostly of a few campaigns: each campaign, and
 	// each parent's needs, is looked up once.
-	memo := &lookups{camps: make(map[string]campaignLookup, 4), parents: map[[4]string]parentLookup{}}
+	memo := &lookups{camps: make(map[string]campaignLookup, 4), parents: map[[4]string]parentLookup{},
+		needs: map[[2]string]map[string]campaign.Need{}, dims: map[[2]string][]string{}, own: map[[2]string]campaign.Need{}}
 	for i, e := range batch {
 		n := e.n
 		it := counting.BatchItem{CID: n.cid, Event: n.event, Dims: n.dims, EID: n.eid}
@@ -617,7 +618,7 @@ func (f *Forwarder) items(sch *counting.Schema, batch []entry) []counting.BatchI
 		// A win ends its bid's reservation, in the same run as its count,
 		// unless its URL says none was made.
 		it.Release = len(sch.Events) > 0 && n.event == sch.Events[0] && !n.unreserved
-		need := camp.Need(n.event)
+		need := memo.ownNeed(n.cid, &camp, n.event)
 		// A campaign stored beyond the counter's limits (while the counter
 		// was away) is served at them.
 		it.WindowHours, it.PaceWindowSec = windowsWithin(sch, need)
@@ -681,12 +682,8 @@ func (f *Forwarder) levels(sch *counting.Schema, n notice, camp *Campaign, relea
 		// another event may read one the win counts nothing on), and
 		// only there: any other costs a script run per notice for nothing.
 		rest := counting.LevelCount{Level: l, ID: id, Lost: true}
-		var read []string
-		for _, need := range campaign.Needs(camp.Caps, l) {
-			read = append(read, need.Dims...)
-		}
-		for _, d := range slices.Sorted(maps.Keys(n.dims)) {
-			if !slices.Contains(lc.Dims, d) && slices.Contains(read, d) {
+		for _, d := range memo.readDims(n.cid, camp, l) {
+			if _, ok := n.dims[d]; ok && !slices.Contains(lc.Dims, d) {
 				rest.Dims = append(rest.Dims, d)
 			}
 		}
@@ -700,7 +697,7 @@ func (f *Forwarder) levels(sch *counting.Schema, n notice, camp *Campaign, relea
 // levelCount is what a notice counts at level l (id): the notice's
 // dimensions the caps there count, in what they need.
 func (f *Forwarder) levelCount(sch *counting.Schema, n notice, camp *Campaign, l, id string, memo *lookups) counting.LevelCount {
-	need, zone := campaign.Needs(camp.Caps, l)[n.event], camp.Timezone
+	need, zone := memo.levelNeeds(n.cid, camp, l)[n.event], camp.Timezone
 	if l != campaign.LevelCreative {
 		key := [4]string{l, id, n.event, zone}
 		p, ok := memo.parents[key]
@@ -776,11 +773,58 @@ func (f *Forwarder) campaign(n notice) campaignLookup {
 	return campaignLookup{c: camp, unknown: errors.Is(err, errUnknown)}
 }
 
-// lookups are what one batch's items looked up, each once: campaigns by
-// cid, parents' needs by level, id, event and default zone.
+// lookups are what one batch's items looked up or worked out, each once:
+// campaigns by cid, parents' needs by level, id, event and default zone,
+// what a campaign's caps need at a level and the dimensions they read
+// there (by cid and level), and what they need at its own (by cid and
+// event).
 type lookups struct {
 	camps   map[string]campaignLookup
 	parents map[[4]string]parentLookup
+	needs   map[[2]string]map[string]campaign.Need
+	dims    map[[2]string][]string
+	own     map[[2]string]campaign.Need
+}
+
+// levelNeeds is campaign.Needs of campaign cid's caps at level l.
+func (m *lookups) levelNeeds(cid string, camp *Campaign, l string) map[string]campaign.Need {
+	k := [2]string{cid, l}
+	ns, ok := m.needs[k]
+	if !ok {
+		ns = campaign.Needs(camp.Caps, l)
+		m.needs[k] = ns
+	}
+	return ns
+}
+
+// readDims are the dimensions campaign cid's caps at level l read, of any
+// event, sorted.
+func (m *lookups) readDims(cid string, camp *Campaign, l string) []string {
+	k := [2]string{cid, l}
+	ds, ok := m.dims[k]
+	if !ok {
+		for _, need := range m.levelNeeds(cid, camp, l) {
+			for _, d := range need.Dims {
+				if !slices.Contains(ds, d) {
+					ds = append(ds, d)
+				}
+			}
+		}
+		slices.Sort(ds)
+		m.dims[k] = ds
+	}
+	return ds
+}
+
+// ownNeed is what campaign cid needs counted of event at its own level.
+func (m *lookups) ownNeed(cid string, camp *Campaign, event string) campaign.Need {
+	k := [2]string{cid, event}
+	n, ok := m.own[k]
+	if !ok {
+		n = camp.Need(event)
+		m.own[k] = n
+	}
+	return n
 }
 
 // parentLookup is what a parent's caps need counted, in its zone.
