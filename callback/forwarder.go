@@ -933,6 +933,7 @@ func (f *Forwarder) attempt(batch []entry, items []counting.BatchItem) (attemptR
 // wrote others) and again.
 func (f *Forwarder) sort(batch []entry, items []counting.BatchItem, results []itemAnswer) attemptResult {
 	var out attemptResult
+	duplicates := 0
 	written := slices.ContainsFunc(results, func(r itemAnswer) bool { return r.Code == 0 })
 	for i, r := range results {
 		e := batch[i]
@@ -952,9 +953,7 @@ func (f *Forwarder) sort(batch []entry, items []counting.BatchItem, results []it
 		case r.Code == 0:
 			f.metrics.forwardDuration.Observe(time.Since(e.n.accepted).Seconds())
 			if r.Duplicate {
-				f.metrics.forwarded.WithLabelValues("duplicate").Inc()
-			} else {
-				f.metrics.forwarded.WithLabelValues("counted").Inc()
+				duplicates++
 			}
 			out.done = append(out.done, e)
 		case r.Code == apierr.InvalidArgument:
@@ -962,6 +961,13 @@ func (f *Forwarder) sort(batch []entry, items []counting.BatchItem, results []it
 		default:
 			out.again, out.againItems = append(out.again, e), append(out.againItems, items[i])
 		}
+	}
+	// Once per answer, not per notice: each label's lookup hashes it.
+	if n := len(out.done) - duplicates; n > 0 {
+		f.metrics.forwarded.WithLabelValues("counted").Add(float64(n))
+	}
+	if duplicates > 0 {
+		f.metrics.forwarded.WithLabelValues("duplicate").Add(float64(duplicates))
 	}
 	return out
 }
