@@ -265,8 +265,10 @@ func (st *stack) start(ctx context.Context) error {
 	if st.counter5, err = st.spawn("counter-5ms", filepath.Join(bin, "counter"), []string{"COUNTER_ADDR=" + addrs[6], "COUNTER_OPS_ADDR=" + addrs[7], redisURL, "LOG_FORMAT=json"}); err != nil {
 		return err
 	}
+	// One version runs: journal entries of one field, as a deployment
+	// whose callbacks all run this version sets.
 	if st.callback, err = st.spawn("callback", filepath.Join(bin, "callback"), []string{"CALLBACK_ADDR=" + addrs[2],
-		"CALLBACK_ADMIN_ADDR=" + addrs[3], "COUNTER_URL=" + st.counterURL, redisURL, "LOG_FORMAT=json"}); err != nil {
+		"CALLBACK_ADMIN_ADDR=" + addrs[3], "COUNTER_URL=" + st.counterURL, redisURL, "LOG_FORMAT=json", "CALLBACK_JOURNAL_FORMAT=2"}); err != nil {
 		return err
 	}
 	if st.baseline, err = st.spawn("baseline", filepath.Join(bin, "baseline"), []string{"BASELINE_ADDR=" + addrs[4]}); err != nil {

@@ -34,6 +34,7 @@ type Config struct {
 	CampaignCacheBytes int           `env:"CALLBACK_CAMPAIGN_CACHE_BYTES" envDefault:"33554432" help:"bytes of campaigns (known and unknown) kept in client-side cache, per Redis node; least recently used go first"`
 	JournalMax         int           `env:"CALLBACK_JOURNAL_MAX" envDefault:"1000000" help:"most undelivered notices in the journal before 503"`
 	Partitions         int           `env:"CALLBACK_JOURNAL_PARTITIONS" envDefault:"8" help:"stream keys of the journal; the same for every instance"`
+	JournalFormat      int           `env:"CALLBACK_JOURNAL_FORMAT" envDefault:"1" help:"how journal entries are written: 1, a field per value (what every version reads); 2, one field (fewer Redis instructions per notice; read from this version on: set it once every callback runs this version)"`
 	ClaimIdle          time.Duration `env:"CALLBACK_CLAIM_IDLE" envDefault:"30s" help:"how long a taken entry may sit unfinished before another instance takes it over"`
 	AppendTimeout      time.Duration `env:"CALLBACK_APPEND_TIMEOUT" envDefault:"500ms" help:"how long a notice waits for its journal write (and its replicas) before 503: never longer, up to a sixteenth less (the appends of one sixteenth share a timer)"`
 	JournalReplicas    int           `env:"CALLBACK_JOURNAL_REPLICAS" envDefault:"0" help:"replicas a journal append must reach (WAIT) before the notice is answered; 0: the master's answer is enough"`
@@ -118,6 +119,8 @@ func checkBounds(cfg Config) error {
 		return fmt.Errorf("CALLBACK_JOURNAL_PARTITIONS: must be between 1 and 1024, got %d", cfg.Partitions)
 	case cfg.JournalMax < cfg.Partitions:
 		return fmt.Errorf("CALLBACK_JOURNAL_MAX: must be at least CALLBACK_JOURNAL_PARTITIONS (%d), got %d", cfg.Partitions, cfg.JournalMax)
+	case cfg.JournalFormat != 1 && cfg.JournalFormat != 2:
+		return fmt.Errorf("CALLBACK_JOURNAL_FORMAT: must be 1 (a field per value) or 2 (one field), got %d", cfg.JournalFormat)
 	case cfg.JournalReplicas < 0 || cfg.JournalReplicas > 16:
 		return fmt.Errorf("CALLBACK_JOURNAL_REPLICAS: must be between 0 and 16, got %d", cfg.JournalReplicas)
 	case cfg.CampaignCacheBytes < 1<<20:

@@ -680,7 +680,8 @@ func TestSIGTERMLeavesUndeliveredNoticesInTheJournal(t *testing.T) {
 }
 
 // TestTwoCallbacksCountEveryNoticeOnce: two callbacks share the journal,
-// each with a counter of its own; notices sent to either are counted
+// each with a counter of its own, one writing entries of a field per
+// value and the other of one field; notices sent to either are counted
 // exactly once, and both deliver.
 func TestTwoCallbacksCountEveryNoticeOnce(t *testing.T) {
 	s := startStack(t)
@@ -689,7 +690,9 @@ func TestTwoCallbacksCountEveryNoticeOnce(t *testing.T) {
 	other.startCounter()
 	other.public = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	other.admin = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-	other.callback = other.startCallback()
+	// The other writes journal entries of one field: each instance reads
+	// what either wrote (a group moving to CALLBACK_JOURNAL_FORMAT=2).
+	other.callback = other.startCallback("CALLBACK_JOURNAL_FORMAT=2")
 	pubs := []string{"http://" + s.public, "http://" + other.public}
 	send(t, 5000, func(i int) string {
 		return fmt.Sprintf("%s/win?cid=two&device=dev&eid=e%d", pubs[i%2], i)

@@ -35,6 +35,9 @@ type Journal struct {
 	group    string
 	consumer string
 	perPart  int64 // maximum undelivered entries per partition
+	// packed writes entries in one field (CALLBACK_JOURNAL_FORMAT=2);
+	// either way, both are read.
+	packed   bool
 	next     atomic.Uint64
 	lengths  []atomic.Int64 // each partition's length: sampled, plus this instance's appends since
 	appended []atomic.Int64 // this instance's appends to each partition, ever
@@ -197,10 +200,10 @@ func (j *Journal) Append(ctx context.Context, n notice) error {
 	var cmd rueidis.Completed
 	var keys, args []string // of the script run
 	if fp == "" {
-		cmd = j.xadd(j.keys[p], noticeFields(n, nil))
+		cmd = j.xadd(j.keys[p], j.fields(n, nil))
 	} else {
 		minute := n.exp.Unix() / 60
-		args = noticeFields(n, append(make([]string, 0, 4), fp, strconv.FormatInt((minute+1)*60+seenGrace, 10)))
+		args = j.fields(n, append(make([]string, 0, 12+2*len(n.dims)), fp, strconv.FormatInt((minute+1)*60+seenGrace, 10)))
 		keys = []string{j.keys[p], seenKey(p, minute)}
 		// Replicated appends go in a group on one connection: EVAL there,
 		// so that a Redis without the script loaded needs no second trip.
@@ -375,10 +378,28 @@ func (j *Journal) commitGroup(ctx context.Context, group []replicatedAppend) {
 	})
 }
 
-// noticeFields appends a notice's stream field and value to to: one field,
-// packedField, whose value is packNotice's.
-func noticeFields(n notice, to []string) []string {
-	return append(to, packedField, packNotice(n))
+// fields appends a notice's stream fields and values to to: one field,
+// packedField, whose value is packNotice's (CALLBACK_JOURNAL_FORMAT=2), or
+// a field per value, as every version reads them: E, C, I, R (when it
+// names a creative) and U (1 when its bid was not reserved), then its
+// dimensions. A version that reads only a field per value would take an
+// entry of one field for a malformed notice and drop it: the format is
+// the operator's to raise once every callback reads both.
+func (j *Journal) fields(n notice, to []string) []string {
+	if j.packed {
+		return append(to, packedField, packNotice(n))
+	}
+	to = append(to, "E", n.event, "C", n.cid, "I", n.eid)
+	if n.crid != "" {
+		to = append(to, "R", n.crid)
+	}
+	if n.unreserved {
+		to = append(to, "U", "1")
+	}
+	for d, v := range n.dims {
+		to = append(to, d, v)
+	}
+	return to
 }
 
 // packedField is the one field of a notice's journal entry. Its value
@@ -815,7 +836,7 @@ const (
 func (j *Journal) Bury(ctx context.Context, es []entry, why []string) error {
 	cmds := make(rueidis.Commands, len(es))
 	for i, e := range es {
-		f := noticeFields(e.n, nil)
+		f := j.fields(e.n, nil)
 		cmds[i] = j.xadd(deadKey, append(f, deadError, why[i], deadFrom, j.keys[e.part]+" "+e.id))
 	}
 	for _, r := range j.rdb.DoMulti(ctx, cmds...) {

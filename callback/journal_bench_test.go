@@ -118,13 +118,21 @@ func BenchmarkSignedAppend(b *testing.B) {
 	}
 }
 
-// BenchmarkJournalRead is the forwarder's side of the journal per notice:
-// reading entries in batches of 100 (XREADGROUP), decoding them and
-// acknowledging them (XACK). It reports the journal's Redis bytes per
-// undelivered notice, measured before the reads.
+// BenchmarkJournalRead is the forwarder's side of the journal per notice,
+// in each CALLBACK_JOURNAL_FORMAT: reading entries in batches of 100
+// (XREADGROUP), decoding them and acknowledging them (XACK). It reports
+// the journal's Redis bytes per undelivered notice, measured before the
+// reads.
 func BenchmarkJournalRead(b *testing.B) {
+	for _, format := range []int{1, 2} {
+		b.Run(fmt.Sprintf("format=%d", format), func(b *testing.B) { benchmarkRead(b, format == 2) })
+	}
+}
+
+func benchmarkRead(b *testing.B, packed bool) {
 	srv := redistest.StartSingle(b)
 	j, c := newTestJournalOn(b, srv, 1, 1<<30)
+	j.packed = packed
 	ctx := context.Background()
 	for i := range b.N {
 		if err := j.Append(ctx, testNotice(fmt.Sprintf("req-%d:1", i))); err != nil {

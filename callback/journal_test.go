@@ -191,30 +191,53 @@ func TestJournalRefusesEntriesThatAreNotNotices(t *testing.T) {
 	}
 }
 
-// TestJournalEntriesHoldAnyValue: a notice's values go into one field,
-// each with its length, so no byte of a value (a separator, a digit, a
-// newline, in a dimension the counter has not yet checked) can change
-// what is read back.
+// TestJournalEntriesHoldAnyValue: in either format (CALLBACK_JOURNAL_FORMAT)
+// a notice reads back as it was, whatever bytes its values hold (a
+// separator, a digit, a newline, in a dimension the counter has not yet
+// checked); format 1 writes a field per value, as every version reads
+// them, format 2 one field, each value with its length; a journal reads
+// both whichever it writes, and its dead letters too.
 func TestJournalEntriesHoldAnyValue(t *testing.T) {
 	ctx := context.Background()
-	j, c := newTestJournal(t, 1, 10)
 	odd := notice{event: "win", cid: "c-1", eid: "3:E:1", crid: "cr.2", unreserved: true,
 		dims: map[string]string{"device": "12:ab\n:\x05C1:x" + strings.Repeat("\xff", 300), "bundle": ":", "tagid": "\x00"}}
-	if err := j.Append(ctx, odd); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := c.Do(ctx, c.B().Xrange().Key(journalKey(0)).Start("-").End("+").Build()).AsXRange()
-	if err != nil || len(raw) != 1 || len(raw[0].FieldValues) != 1 || raw[0].FieldValues[packedField] == "" {
-		t.Fatalf("the entry in Redis: %+v (%v), want one field %s", raw, err, packedField)
-	}
-	es, err := j.Read(ctx, 0, 10, 0)
-	if err != nil || len(es) != 1 || es[0].bad != nil {
-		t.Fatalf("read: %+v (%v)", es, err)
-	}
-	got := es[0].n
-	got.accepted = time.Time{}
-	if fmt.Sprint(got) != fmt.Sprint(odd) {
-		t.Errorf("read back %+v, want %+v", got, odd)
+	for _, packed := range []bool{false, true} {
+		j, c := newTestJournal(t, 1, 10)
+		j.packed = packed
+		if err := j.Append(ctx, odd); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := c.Do(ctx, c.B().Xrange().Key(journalKey(0)).Start("-").End("+").Build()).AsXRange()
+		if err != nil || len(raw) != 1 {
+			t.Fatalf("the entry in Redis: %+v (%v)", raw, err)
+		}
+		fv := raw[0].FieldValues
+		if packed && (len(fv) != 1 || fv[packedField] == "") {
+			t.Errorf("format 2 wrote %v, want one field %s", fv, packedField)
+		}
+		if !packed && (fv["E"] != "win" || fv["device"] != odd.dims["device"] || fv[packedField] != "") {
+			t.Errorf("format 1 wrote %v, want a field per value", fv)
+		}
+		reader := newJournal(c, 1, 10, "other")
+		reader.packed = !packed
+		es, err := reader.Read(ctx, 0, 10, 0)
+		if err != nil || len(es) != 1 || es[0].bad != nil {
+			t.Fatalf("read: %+v (%v)", es, err)
+		}
+		got := es[0].n
+		got.accepted = time.Time{}
+		if fmt.Sprint(got) != fmt.Sprint(odd) {
+			t.Errorf("packed=%v: read back %+v, want %+v", packed, got, odd)
+		}
+		// A dead letter is written in the journal's format and listed.
+		if err := j.Bury(ctx, es, []string{"why"}); err != nil {
+			t.Fatal(err)
+		}
+		dead, n, err := reader.DeadLetters(ctx, "", 10)
+		if err != nil || n != 1 || len(dead) != 1 || dead[0].EID != odd.eid || dead[0].Dims["device"] != odd.dims["device"] ||
+			dead[0].Error != "why" || dead[0].CRID != odd.crid {
+			t.Errorf("packed=%v: dead letters %+v (%d, %v)", packed, dead, n, err)
+		}
 	}
 }
 

@@ -128,6 +128,7 @@ func loadCampaigns(ctx context.Context, s Settings, rdb rueidis.Client, schema *
 // startDelivery sets the journal up and starts its forwarder.
 func startDelivery(ctx context.Context, s Settings, rdb rueidis.Client, schema *Schema, campaigns *Campaigns, log *slog.Logger, reg *prometheus.Registry) (*Journal, *Forwarder, error) {
 	journal := newJournal(rdb, s.Partitions, s.JournalMax, consumerName())
+	journal.packed = s.JournalFormat == 2
 	if err := journal.Setup(ctx); err != nil {
 		return nil, nil, err
 	}

@@ -31,10 +31,12 @@ import (
 // blocking reads) are in the figure, which therefore moves a little with
 // how long the run takes. signed: the notices are signed (callback checks
 // them and keeps each one's fingerprint until its URL expires, in the
-// same script run as its append), as in production.
+// same script run as its append), as in production. format is callback's
+// CALLBACK_JOURNAL_FORMAT.
 type notices struct {
 	bin, redisAddr string
 	signed         bool
+	format         int
 	counterURL     string
 	callbackURL    string
 	adminURL       string
@@ -58,7 +60,7 @@ func (e *notices) start(ctx context.Context) error {
 	}
 	env := []string{"CALLBACK_ADDR=" + addrs[2], "CALLBACK_ADMIN_ADDR=" + addrs[3], "COUNTER_URL=" + e.counterURL, redisURL,
 		// Redis under callgrind answers about fifty times slower.
-		"CALLBACK_APPEND_TIMEOUT=10s", "CALLBACK_FORWARD_TIMEOUT=30s"}
+		"CALLBACK_APPEND_TIMEOUT=10s", "CALLBACK_FORWARD_TIMEOUT=30s", "CALLBACK_JOURNAL_FORMAT=" + strconv.Itoa(e.format)}
 	if e.signed {
 		env = append(env, "CALLBACK_SIGNING_KEYS=k1:"+base64.StdEncoding.EncodeToString([]byte(signingSecret)))
 	}
@@ -94,13 +96,12 @@ func (e *notices) spawn(name string, env ...string) error {
 	return nil
 }
 
-// measureNotices counts the instructions per notice of n notices (see
-// notices), after a warm-up of 50, less the services' background work
-// (the journal's samples every 100 ms, ...) for as long as they took: it
-// is measured after them, with the services idle for 3 s, and answered
-// per second.
-func measureNotices(ctx context.Context, rdb rueidis.Client, bin, redisAddr string, signed bool, k, n int, dir string, pid int) (per, background int64, err error) {
-	e := &notices{bin: bin, redisAddr: redisAddr, signed: signed}
+// measure counts the instructions per notice of n notices (the k-th
+// operation's devices), after a warm-up of 50, less the services'
+// background work (the journal's samples every 100 ms, ...) for as long
+// as they took: it is measured after them, with the services idle for
+// 3 s, and answered per second.
+func (e *notices) measure(ctx context.Context, rdb rueidis.Client, k, n int, dir string, pid int) (per, background int64, err error) {
 	defer e.stop()
 	if err := e.start(ctx); err != nil {
 		return 0, 0, err

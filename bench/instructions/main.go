@@ -99,14 +99,24 @@ func run() error {
 }
 
 // measureAllNotices counts the Redis work of a notice end to end, through
-// a real callback and counter, unsigned and signed.
+// a real callback and counter: unsigned and signed, with journal entries
+// of one field (CALLBACK_JOURNAL_FORMAT=2) and of a field per value (1).
 func measureAllNotices(rdb rueidis.Client, addr, only string, n int, dir string, pid int) error {
-	names := []string{"notice end to end, unsigned: callback's journal and forwarding, the counter's runs (device and a shared tagid)",
-		"notice end to end, signed (its fingerprint kept until its URL expires)"}
+	type variant struct {
+		name, short string
+		signed      bool
+		format      int
+	}
+	vs := []variant{
+		{"notice end to end, unsigned: callback's journal and forwarding, the counter's runs (device and a shared tagid), CALLBACK_JOURNAL_FORMAT=2", "unsigned, 2", false, 2},
+		{"notice end to end, signed (its fingerprint kept until its URL expires), CALLBACK_JOURNAL_FORMAT=2", "signed, 2", true, 2},
+		{"notice end to end, unsigned, CALLBACK_JOURNAL_FORMAT=1 (a field per value)", "unsigned, 1", false, 1},
+		{"notice end to end, signed, CALLBACK_JOURNAL_FORMAT=1", "signed, 1", true, 1},
+	}
 	ctx := context.Background()
 	bin := ""
-	for k, name := range names {
-		if !strings.Contains(name, only) {
+	for k, v := range vs {
+		if !strings.Contains(v.name, only) {
 			continue
 		}
 		if bin == "" {
@@ -115,13 +125,13 @@ func measureAllNotices(rdb rueidis.Client, addr, only string, n int, dir string,
 				return err
 			}
 		}
-		per, background, err := measureNotices(ctx, rdb, bin, addr, k == 1, len(ops())+k, n, dir, pid)
+		e := &notices{bin: bin, redisAddr: addr, signed: v.signed, format: v.format}
+		per, background, err := e.measure(ctx, rdb, len(ops())+k, n, dir, pid)
 		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return fmt.Errorf("%s: %w", v.name, err)
 		}
-		fmt.Printf("| %s | %d |\n", name, per)
-		defer fmt.Printf("(notice end to end, %s: the services' background work, %d instructions a second, taken out)\n",
-			[]string{"unsigned", "signed"}[k], background)
+		fmt.Printf("| %s | %d |\n", v.name, per)
+		defer fmt.Printf("(notice end to end, %s: the services' background work, %d instructions a second, taken out)\n", v.short, background)
 	}
 	return nil
 }
