@@ -30,11 +30,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/freqcap/freqcap/bench/internal/loopback"
+	"github.com/freqcap/freqcap/bench/internal/rig"
 	"github.com/freqcap/freqcap/core"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -232,17 +230,15 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
 func (st *stack) start(ctx context.Context) error {
 	bin := filepath.Join(st.s.out, "bin")
 	// The same go build line as the Dockerfiles.
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin+"/", "./counter", "./callback", "./bench/baseline")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build: %v\n%s", err, out)
+	if err := rig.Build(ctx, bin, "./counter", "./callback", "./bench/baseline"); err != nil {
+		return err
 	}
 	logs, err := os.Create(filepath.Join(st.s.out, "services.log"))
 	if err != nil {
 		return err
 	}
 	st.logs = logs
-	addrs, err := loopback.FreeAddrs(8)
+	addrs, err := rig.FreeAddrs(8)
 	if err != nil {
 		return err
 	}
@@ -275,7 +271,7 @@ func (st *stack) start(ctx context.Context) error {
 		return err
 	}
 	for _, u := range []string{st.counterURL + "/healthz", st.counter5URL + "/healthz", st.adminURL + "/healthz", st.baseURL + "/"} {
-		if err := waitHTTP(u); err != nil {
+		if err := rig.WaitHTTP(ctx, u); err != nil {
 			return err
 		}
 	}
@@ -334,19 +330,6 @@ func waitTCP(addr string) error {
 		time.Sleep(25 * time.Millisecond)
 	}
 	return fmt.Errorf("%s not listening", addr)
-}
-
-func waitHTTP(u string) error {
-	for range 200 {
-		if resp, err := http.Get(u); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	return fmt.Errorf("%s not healthy", u)
 }
 
 // deviceID is the UUID-shaped id of filled device i, as the wrk script makes it.
@@ -614,40 +597,8 @@ func (st *stack) profile(scenario, url, service string) {
 // metric sums the samples of a metric whose labels hold every one of
 // labels ("name=value"), parsed with Prometheus's own text parser.
 func metric(url, name string, labels ...string) float64 {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return 0
-	}
-	var sum float64
-	for _, m := range fams[name].GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		matches := true
-		for _, kv := range labels {
-			k, v, _ := strings.Cut(kv, "=")
-			matches = matches && have[k] == v
-		}
-		if !matches {
-			continue
-		}
-		switch {
-		case m.Counter != nil:
-			sum += m.GetCounter().GetValue()
-		case m.Gauge != nil:
-			sum += m.GetGauge().GetValue()
-		case m.Untyped != nil:
-			sum += m.GetUntyped().GetValue()
-		}
-	}
-	return sum
+	v, _ := rig.Metric(url, name, labels...)
+	return v
 }
 
 func (st *stack) degraded() int {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/freqcap/freqcap/bench/internal/loopback"
+	"github.com/freqcap/freqcap/bench/internal/rig"
 	"github.com/freqcap/freqcap/client"
 )
 
@@ -49,7 +49,7 @@ const signingSecret = "freqcap-instructions-signing-key"
 var httpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 
 func (e *notices) start(ctx context.Context) error {
-	addrs, err := loopback.FreeAddrs(4)
+	addrs, err := rig.FreeAddrs(4)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (e *notices) start(ctx context.Context) error {
 		return err
 	}
 	for _, u := range []string{e.counterURL + "/healthz", e.adminURL + "/healthz"} {
-		if err := waitHTTP(ctx, u); err != nil {
+		if err := rig.WaitHTTP(ctx, u); err != nil {
 			return err
 		}
 	}
@@ -182,7 +182,7 @@ func (e *notices) send(ctx context.Context, rdb rueidis.Client, i0, n int) error
 	}
 	// Every notice was answered 204: wait for the journal to empty.
 	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if v, err := undelivered(ctx, e.adminURL); err == nil && v == 0 {
+		if v, err := rig.Metric(e.adminURL+"/metrics", "freqcap_callback_journal_undelivered"); err == nil && v == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -232,47 +232,4 @@ func counted(ctx context.Context, rdb rueidis.Client, key string) (int64, error)
 		return 0, nil
 	}
 	return v, err
-}
-
-// undelivered reads callback's gauge of notices in the journal.
-func undelivered(ctx context.Context, adminURL string) (float64, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, adminURL+"/metrics", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, "freqcap_callback_journal_undelivered "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
-		}
-	}
-	return 0, errors.New("callback has no freqcap_callback_journal_undelivered")
-}
-
-// build builds the services into dir, as the Dockerfiles do.
-func build(ctx context.Context, dir string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", dir+"/", "./counter", "./callback")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build: %v\n%s", err, out)
-	}
-	return nil
-}
-
-func waitHTTP(ctx context.Context, u string) error {
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-	}
-	return fmt.Errorf("%s not healthy within 30 s", u)
 }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/freqcap/freqcap/bench/internal/rig"
 	"github.com/freqcap/freqcap/campaign"
 	"github.com/freqcap/freqcap/core"
 	"github.com/freqcap/freqcap/shared/counting"
@@ -121,7 +122,7 @@ func measureAllNotices(rdb rueidis.Client, addr, only string, n int, dir string,
 		}
 		if bin == "" {
 			bin = filepath.Join(dir, "bin")
-			if err := build(ctx, bin); err != nil {
+			if err := rig.Build(ctx, bin, "./counter", "./callback"); err != nil {
 				return err
 			}
 		}
