@@ -5,7 +5,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/freqcap/freqcap/shared/deadline"
 	"github.com/freqcap/freqcap/shared/redisconn"
 )
 
@@ -118,7 +117,6 @@ func NewStore(rdb rueidis.Client, o Options, m Metrics) *Store {
 		cacheTTL:    o.CacheTTL,
 		dedupeTTL:   o.DedupeTTL,
 		readTimeout: o.ReadTimeout,
-		readBound:   deadline.NewShared(o.ReadTimeout),
 		metrics:     m,
 		retention:   o.Limits.MaxHours,
 		limits:      o.Limits,

@@ -32,9 +32,6 @@ type Store struct {
 	cacheTTL    time.Duration
 	dedupeTTL   time.Duration
 	readTimeout time.Duration
-	// readBound bounds each read that goes to Redis by readTimeout, with
-	// one timer per tick rather than one per read.
-	readBound   *deadline.Shared
 	metrics     Metrics
 	limits      Limits
 	jobs        chan *readJob
@@ -565,7 +562,8 @@ func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []co
 		return res, false
 	}
 	p := s.plan(items, e, through)
-	ctx, cancel := s.readBound.Within(ctx)
+	// One timer per tick of the reads of the moment, not one per read.
+	ctx, cancel := deadline.Within(ctx, s.readTimeout)
 	defer cancel()
 	j := &readJob{ctx: ctx, items: items, plan: p, done: make(chan []counting.Result, 1)}
 	select {
