@@ -175,16 +175,35 @@ func (q *Query) items(its []counting.Item, refs []ref, qi int, write bool) ([]co
 var PeriodKinds = map[string]counting.Kind{UnitDay: counting.Days, UnitWeek: counting.Weeks, UnitMonth: counting.Months}
 
 // newResults makes zero results shaped after their queries.
+// oneResult holds the result of one query of at most smallDims dimensions
+// and smallVals windows and periods in all.
+type oneResult struct {
+	res    [1]Result
+	counts [smallDims]Counts
+	vals   [smallVals]int64
+}
+
+const smallDims, smallVals = 4, 16
+
 func newResults(qs []Query) []Result {
-	// Three allocations whatever the batch: the results, every query's
-	// counts, and every count's windows and periods, each a capped slice
-	// of one.
+	// Three allocations whatever the batch (one for a small query): the
+	// results, every query's counts, and every count's windows and
+	// periods, each a capped slice of one.
 	nc, nv := 0, 0
 	for i := range qs {
 		nc += len(qs[i].Dims)
 		nv += len(qs[i].Dims) * (len(qs[i].Windows) + len(qs[i].Periods))
 	}
-	res, counts, vals := make([]Result, len(qs)), make([]Counts, nc), make([]int64, nv)
+	var res []Result
+	var counts []Counts
+	var vals []int64
+	if len(qs) == 1 && nc <= smallDims && nv <= smallVals {
+		// One query of a few counts (a bidder's GET): one allocation.
+		one := new(oneResult)
+		res, counts, vals = one.res[:], one.counts[:nc], one.vals[:nv]
+	} else {
+		res, counts, vals = make([]Result, len(qs)), make([]Counts, nc), make([]int64, nv)
+	}
 	for i := range qs {
 		d, n, np := len(qs[i].Dims), len(qs[i].Windows), len(qs[i].Periods)
 		res[i].Counts, counts = counts[:d:d], counts[d:]
@@ -252,7 +271,8 @@ func (v Counters) Incr(ctx context.Context, q *Query) (Result, error) {
 // own error.
 func (v Counters) IncrBatch(ctx context.Context, qs []Query) ([]Result, []error) {
 	all, owner := withLevels(qs)
-	its, refs := queryItems(all, true)
+	var refBuf [16]ref
+	its, refs := queryItems(all, true, refBuf[:0])
 	got := v.Write(ctx, its)
 	res := newResults(all)
 	errs := make([]error, len(qs))
@@ -310,18 +330,19 @@ func (q *Query) size() int {
 // Items are the core items qs are made of, writes of one hit or reads, in
 // the order the store answers them.
 func Items(qs []Query, write bool) ([]counting.Item, int) {
-	its, _ := queryItems(qs, write)
+	its, _ := queryItems(qs, write, nil)
 	return its, len(its)
 }
 
 // queryItems turns every query into its items (writes of one hit, or reads),
-// with each item's place in the results.
-func queryItems(qs []Query, write bool) ([]counting.Item, []ref) {
+// with each item's place in the results, appended to refs (a caller's
+// buffer on its stack: the refs live only as long as the call).
+func queryItems(qs []Query, write bool, refs []ref) ([]counting.Item, []ref) {
 	n := 0
 	for i := range qs {
 		n += qs[i].size()
 	}
-	its, refs := make([]counting.Item, 0, n), make([]ref, 0, n)
+	its, refs := make([]counting.Item, 0, n), slices.Grow(refs[:0], n)
 	for i := range qs {
 		its, refs = qs[i].items(its, refs, i, write)
 	}
@@ -330,7 +351,8 @@ func queryItems(qs []Query, write bool) ([]counting.Item, []ref) {
 
 // Read answers every query in one store read.
 func (v Counters) Read(ctx context.Context, qs []Query) []Result {
-	its, refs := queryItems(qs, false)
+	var refBuf [16]ref
+	its, refs := queryItems(qs, false, refBuf[:0])
 	got := v.Store.Read(ctx, its)
 	res := newResults(qs)
 	for k, r := range refs {

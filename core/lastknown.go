@@ -117,15 +117,20 @@ func (l *lastKnown) remember(items []counting.Item, res []counting.Result, now t
 }
 
 // fill answers every degraded result that has a value younger than maxAge
-// with it, marked stale; it returns how many it answered.
-func (l *lastKnown) fill(items []counting.Item, res []counting.Result, now time.Time) int {
+// with it, marked stale; it returns how many it answered. clock is asked
+// the time only when a result is degraded.
+func (l *lastKnown) fill(items []counting.Item, res []counting.Result, clock func() time.Time) int {
 	if l == nil {
 		return 0
 	}
 	n := 0
+	var now time.Time
 	for i := range res {
 		if !res[i].Degraded {
 			continue
+		}
+		if now.IsZero() {
+			now = clock()
 		}
 		h := l.hash(&items[i])
 		s, mu := l.slot(h)

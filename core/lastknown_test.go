@@ -17,7 +17,7 @@ func TestRememberSkipsOnlyTheSameRecentCount(t *testing.T) {
 	got := func(now time.Time) counting.Result {
 		t.Helper()
 		res := []counting.Result{{Degraded: true}}
-		if l.fill(items, res, now) != 1 {
+		if l.fill(items, res, func() time.Time { return now }) != 1 {
 			t.Fatal("nothing remembered")
 		}
 		return res[0]

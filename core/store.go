@@ -446,7 +446,7 @@ func (s *Store) code(err error) int {
 // Degraded and zero counts (failing open is the caller's decision).
 func (s *Store) Read(ctx context.Context, items []counting.Item) []counting.Result {
 	res := s.readOrSkip(ctx, items)
-	if n := s.known.fill(items, res, s.now()); n > 0 {
+	if n := s.known.fill(items, res, s.now); n > 0 {
 		s.metrics.StaleReads(n)
 	}
 	return res

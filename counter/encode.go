@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/freqcap/freqcap/campaign"
@@ -38,7 +39,9 @@ func (a *answer) appendJSON(b []byte) []byte {
 	b = append(b, `{"code":`...)
 	b = strconv.AppendInt(b, int64(a.code), 10)
 	if a.msg != "" {
-		msg, _ := json.Marshal(a.msg)
+		// A copy: what json.Marshal is given escapes, and the answer
+		// (with the query and result it points to) stays on the stack.
+		msg, _ := json.Marshal(strings.Clone(a.msg))
 		b = append(b, `,"msg":`...)
 		b = append(b, msg...)
 	}

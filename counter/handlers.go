@@ -36,9 +36,9 @@ func (d *degrader) mark(r *http.Request, a *answer) {
 	if err == nil {
 		return
 	}
-	a.code = campaign.ReadCode(err)
-	a.msg = core.FirstLine(err)
-	d.count(r, a.code, a.msg)
+	code, msg := campaign.ReadCode(err), core.FirstLine(err)
+	a.code, a.msg = code, msg
+	d.count(r, code, msg)
 }
 
 // count records one degraded read: a metric, and a log line at most once
