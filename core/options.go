@@ -99,6 +99,7 @@ func (o Options) withDefaults() Options {
 // NewStore is a store on rdb; m receives what it observes (NopMetrics when
 // nil). Close stops its readers and writers.
 func NewStore(rdb rueidis.Client, o Options, m Metrics) *Store {
+	wallClock := o.Now == nil
 	o = o.withDefaults()
 	if m == nil {
 		m = NopMetrics{}
@@ -113,6 +114,7 @@ func NewStore(rdb rueidis.Client, o Options, m Metrics) *Store {
 		local:       o.Cache,
 		loc:         o.Location,
 		now:         o.Now,
+		wallClock:   wallClock,
 		cached:      cached,
 		cacheTTL:    o.CacheTTL,
 		dedupeTTL:   o.DedupeTTL,

@@ -28,6 +28,7 @@ type Store struct {
 	rdb         rueidis.Client
 	loc         *time.Location
 	now         func() time.Time
+	wallClock   bool // now is time.Now (no clock was injected)
 	cached      map[string]bool
 	cacheTTL    time.Duration
 	dedupeTTL   time.Duration
@@ -714,7 +715,13 @@ func (s *Store) readLocal(items []counting.Item, e *env) (res []counting.Result,
 		at = append(at, span{cached: true, from: n, to: n + 1})
 		n++
 	}
-	rs, buckets, ok := s.local.lookupItems(items, at, time.Now(), bucketsBuf[:0])
+	// Client-side TTLs are wall-clock instants: the call's own instant
+	// serves unless a test stands the store elsewhere in time.
+	now := e.now
+	if !s.wallClock {
+		now = time.Now()
+	}
+	rs, buckets, ok := s.local.lookupItems(items, at, now, bucketsBuf[:0])
 	if !ok {
 		return nil, slices.Clone(th), false
 	}
