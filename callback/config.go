@@ -36,7 +36,7 @@ type Config struct {
 	Partitions         int           `env:"CALLBACK_JOURNAL_PARTITIONS" envDefault:"8" help:"stream keys of the journal; the same for every instance"`
 	JournalFormat      int           `env:"CALLBACK_JOURNAL_FORMAT" envDefault:"1" help:"how journal entries are written: 1, a field per value (what every version reads); 2, one field (fewer Redis instructions per notice; read from this version on: set it once every callback runs this version)"`
 	ClaimIdle          time.Duration `env:"CALLBACK_CLAIM_IDLE" envDefault:"30s" help:"how long a taken entry may sit unfinished before another instance takes it over"`
-	AppendTimeout      time.Duration `env:"CALLBACK_APPEND_TIMEOUT" envDefault:"500ms" help:"how long a notice waits for its journal write (and its replicas) before 503: never longer, up to a sixteenth less (the appends of one sixteenth share a timer)"`
+	AppendTimeout      time.Duration `env:"CALLBACK_APPEND_TIMEOUT" envDefault:"500ms" help:"how long a notice waits for its journal write (and its replicas) before 503"`
 	JournalReplicas    int           `env:"CALLBACK_JOURNAL_REPLICAS" envDefault:"0" help:"replicas a journal append must reach (WAIT) before the notice is answered; 0: the master's answer is enough"`
 	FlushDelay         time.Duration `env:"CALLBACK_REDIS_FLUSH_DELAY" envDefault:"50us" help:"how long rueidis waits to send concurrent journal writes in one write"`
 	Workers            int           `env:"CALLBACK_WORKERS" envDefault:"32" help:"concurrent forwarding requests"`

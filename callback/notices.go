@@ -17,7 +17,6 @@ import (
 
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
-	"github.com/freqcap/freqcap/shared/deadline"
 	"github.com/freqcap/freqcap/shared/httpjson"
 	"github.com/freqcap/freqcap/shared/ids"
 	"github.com/freqcap/freqcap/shared/redisconn"
@@ -281,7 +280,7 @@ func (h *noticeHandler) params(w http.ResponseWriter, r *http.Request) (url.Valu
 // through client-side caching: a known campaign costs no round trip).
 func (h *noticeHandler) known(w http.ResponseWriter, r *http.Request, n notice) bool {
 	m := h.d.metrics
-	ctx, cancel := deadline.Within(r.Context(), h.d.settings.AppendTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), h.d.settings.AppendTimeout)
 	_, known, err := h.d.campaigns.Get(ctx, n.cid)
 	cancel()
 	switch {
@@ -306,9 +305,8 @@ func (h *noticeHandler) known(w http.ResponseWriter, r *http.Request, n notice) 
 // any other. A signed notice taken before is answered as then.
 func (h *noticeHandler) persist(w http.ResponseWriter, r *http.Request, n notice) bool {
 	m, log := h.d.metrics, h.d.log
-	// Bounded by a deadline the appends of the moment share (one timer per
-	// sixteenth of the timeout), and by nothing of the request's.
-	ctx, cancel := deadline.Within(context.Background(), h.d.settings.AppendTimeout)
+	// Bounded by its own deadline, and by nothing of the request's.
+	ctx, cancel := context.WithTimeout(context.Background(), h.d.settings.AppendTimeout)
 	err := h.d.journal.Append(ctx, n)
 	cancel()
 	switch {

@@ -80,21 +80,23 @@ func (s *Store) env() *env {
 // and the calls that arrive meanwhile go out together in the next one
 // (their events on one counter then share runs). A call alone goes out at
 // once.
+//
+// A ctx of deadline.Within is kept to its deadline to the instant: the
+// batch is given its hand-off context (deadline.Handoff).
 func (s *Store) Write(ctx context.Context, items []counting.Item) []counting.Result {
-	j := &writeJob{ctx: ctx, items: items, done: make(chan []counting.Result, 1)}
+	j := &writeJob{ctx: deadline.Handoff(ctx), items: items, done: make(chan []counting.Result, 1)}
 	select {
 	case s.writeJobs <- j:
 	case <-ctx.Done():
 		return s.failWrite(len(items), ctx.Err())
 	}
-	select {
-	case res := <-j.done:
-		return res
-	case <-ctx.Done():
+	res, ok, err := deadline.Wait(j.done, ctx)
+	if !ok {
 		// Sent, or about to be: Redis may still count it; a retry with the
 		// same event ids counts once.
-		return s.failWrite(len(items), ctx.Err())
+		return s.failWrite(len(items), err)
 	}
+	return res
 }
 
 // writers is how many write batches may be in flight at once.
@@ -488,7 +490,7 @@ func (s *Store) WriteOrSkip(ctx context.Context, items []counting.Item) []counti
 		return s.failWrite(len(items), errStalled)
 	}
 	res := s.Write(ctx, items)
-	late, down := ctx.Err() != nil, s.reach.Down()
+	late, down := deadline.Passed(ctx), s.reach.Down()
 	failed := len(res) > 0
 	for i := range res {
 		failed = failed && res[i].Code != 0 && (late || down || res[i].Code == apierr.Timeout)
@@ -563,10 +565,11 @@ func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []co
 		return res, false
 	}
 	p := s.plan(items, e, through)
-	// One timer per tick of the reads of the moment, not one per read.
+	// One timer per tick of the reads of the moment, not one per read, and
+	// the deadline kept to the instant (deadline.Handoff and Wait).
 	ctx, cancel := deadline.Within(ctx, s.readTimeout)
 	defer cancel()
-	j := &readJob{ctx: ctx, items: items, plan: p, done: make(chan []counting.Result, 1)}
+	j := &readJob{ctx: deadline.Handoff(ctx), items: items, plan: p, done: make(chan []counting.Result, 1)}
 	select {
 	case s.jobs <- j:
 	default:
@@ -575,15 +578,14 @@ func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []co
 		s.metrics.RedisError("read")
 		return s.failAll(len(items), errReadersBusy), true
 	}
-	select {
-	case res := <-j.done:
-		return res, ctx.Err() != nil
-	case <-ctx.Done():
-		// rueidis may block past the context in some reconnect paths; the
-		// caller's deadline wins.
+	// rueidis may block past the context in some reconnect paths; the
+	// caller's deadline wins.
+	res, ok, err := deadline.Wait(j.done, ctx)
+	if !ok {
 		s.metrics.RedisError("read")
-		return s.failAll(len(items), ctx.Err()), true
+		return s.failAll(len(items), err), true
 	}
+	return res, deadline.Passed(ctx)
 }
 
 // readJob is one Read handed to a reader goroutine.

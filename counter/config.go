@@ -35,8 +35,8 @@ type Config struct {
 	CacheTTL         time.Duration `env:"COUNTER_CACHE_TTL" envDefault:"10s" help:"longest a cached count lives (Redis invalidates it at once on change)"`
 	CacheMB          int           `env:"COUNTER_CACHE_MB" envDefault:"128" help:"memory for client-side cached counts, in MiB (all Redis connections together)"`
 	ReadFrom         string        `env:"COUNTER_READ_FROM" envDefault:"primary" help:"primary or replica: where reads go on a Redis Cluster (replica: counts lag writes by the replication delay; writes and rate-limit checks always go to the primary)"`
-	ReadTimeout      time.Duration `env:"COUNTER_READ_TIMEOUT" envDefault:"5ms" help:"hard deadline of every read and rate-limit check: never later, up to a sixteenth earlier (the calls of one sixteenth share a timer)"`
-	WriteTimeout     time.Duration `env:"COUNTER_WRITE_TIMEOUT" envDefault:"1s" help:"deadline of a write: never later, up to a sixteenth earlier (the calls of one sixteenth share a timer)"`
+	ReadTimeout      time.Duration `env:"COUNTER_READ_TIMEOUT" envDefault:"5ms" help:"hard deadline of every read and rate-limit check"`
+	WriteTimeout     time.Duration `env:"COUNTER_WRITE_TIMEOUT" envDefault:"1s" help:"deadline of a write"`
 	WriteReplicas    int           `env:"COUNTER_WRITE_REPLICAS" envDefault:"0" help:"replicas a write must reach (WAIT) before it is answered as written; 0: the master's answer is enough"`
 	HotKeyRate       float64       `env:"COUNTER_HOT_KEY_RATE" envDefault:"100" help:"reads a second that make a counter read straight from Redis (a device) go through client-side caching while it stays hot; 0: never"`
 	HotKeys          int           `env:"COUNTER_HOT_KEYS" envDefault:"64" help:"counters the hot-key sketch tracks (Space-Saving)"`

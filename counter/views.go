@@ -11,7 +11,6 @@ import (
 
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
-	"github.com/freqcap/freqcap/shared/deadline"
 	"github.com/freqcap/freqcap/shared/httpjson"
 	"github.com/freqcap/freqcap/shared/ids"
 )
@@ -56,7 +55,7 @@ func (v *views) handleView() http.Handler {
 			httpjson.Error(w, r, v.log, err)
 			return
 		}
-		ctx, cancel := deadline.Within(r.Context(), v.writeTimeout)
+		ctx, cancel := context.WithTimeout(r.Context(), v.writeTimeout)
 		defer cancel()
 		a, err := v.count(ctx, req.Article, req.Viewer)
 		if err != nil {
@@ -81,7 +80,7 @@ func (v *views) handleTotal(deg *degrader) http.Handler {
 			httpjson.Error(w, r, v.log, apierr.Invalid("article must be %s", ids.KeyRule))
 			return
 		}
-		ctx, cancel := deadline.Within(r.Context(), v.readTimeout)
+		ctx, cancel := context.WithTimeout(r.Context(), v.readTimeout)
 		defer cancel()
 		n, err := v.store.Total(ctx, ratelimit.TotalKey(article))
 		ans := map[string]any{"article": article, "total": n, "degraded": err != nil}

@@ -2,10 +2,16 @@
 // starts a runtime timer for each call and stops it when the call returns,
 // and registers the call with its parent's cancellation: on the counter's
 // cold read that was about 5% of its CPU. A Shared hands every call whose
-// deadline falls in one tick (a sixteenth of the timeout) the same context,
-// whose deadline is the start of that tick: one timer per tick, whatever
-// the rate of calls, and a deadline never later than the one asked for and
-// at most a tick earlier.
+// deadline falls in one tick (a sixteenth of the timeout) a context that
+// ends with the same timer: one timer per tick, whatever the rate of calls.
+//
+// The context Within returns ends at the start of the call's tick: never
+// later than the deadline asked for, and at most a tick earlier. A call
+// handed to another goroutine is kept to its deadline to the instant: the
+// goroutine is given Handoff(ctx), which ends at the start of the next
+// tick (never earlier), and the caller waits for it with Wait, on ctx and
+// then, for what is left, on a timer of its own, which only the calls still
+// running in their last tick start.
 //
 // What a Shared context does not carry over from the caller's: its values
 // and its cancellation before its deadline (a caller gone away). It is for
@@ -25,8 +31,10 @@ import (
 // calls of one tick.
 type Shared struct {
 	timeout, tick time.Duration
-	cur           atomic.Pointer[tickContext]
-	mu            sync.Mutex // held while a tick's context is made
+	// ticks holds the contexts of the latest ticks asked for, tick n's in
+	// ticks[n%len]: a call and its hand-off ask for two neighbours.
+	ticks [4]atomic.Pointer[tickContext]
+	mu    sync.Mutex // held while a tick's context is made
 }
 
 // tickContext is one tick's context.
@@ -48,30 +56,93 @@ func NewShared(timeout time.Duration) *Shared {
 // tick before it, or at parent's deadline when that comes first (then a
 // context of its own, derived from parent). cancel releases a context of
 // its own and does nothing to a shared one; call it as with
-// context.WithTimeout.
+// context.WithTimeout. Handoff and Wait keep a call handed to another
+// goroutine to the timeout to the instant.
 func (s *Shared) Within(parent context.Context) (context.Context, context.CancelFunc) {
-	want := time.Now().Add(s.timeout)
-	if d, ok := parent.Deadline(); (ok && !want.Before(d)) || parent.Err() != nil {
-		return context.WithDeadline(parent, want)
+	due := time.Now().Add(s.timeout)
+	if d, ok := parent.Deadline(); (ok && !due.Before(d)) || parent.Err() != nil {
+		return context.WithDeadline(parent, due)
 	}
+	return &tickBound{Context: s.at(due, 0), s: s, due: due}, noCancel
+}
+
+// tickBound is a shared tick's context, given to one call: it ends with
+// the tick, and knows the call's own deadline, due.
+type tickBound struct {
+	context.Context // the tick's: ends at due or up to a tick before it
+	s               *Shared
+	due             time.Time
+}
+
+// Handoff is the context to give the goroutine that runs a call made with
+// ctx for its caller, who waits for it with Wait: for a context of Within,
+// one that ends at its deadline or up to a tick after it (shared); for any
+// other, ctx itself.
+func Handoff(ctx context.Context) context.Context {
+	if b, ok := ctx.(*tickBound); ok {
+		return b.s.at(b.due, 1)
+	}
+	return ctx
+}
+
+// Wait waits for done until ctx's deadline: for a context of Within, on
+// ctx and then, when it ended before the deadline asked for, on a timer for
+// what is left; for any other, until ctx is done. ok is false when the
+// deadline passed first, or ctx was cancelled (err says which).
+func Wait[T any](done <-chan T, ctx context.Context) (v T, ok bool, err error) {
+	select {
+	case v = <-done:
+		return v, true, nil
+	case <-ctx.Done():
+	}
+	b, shared := ctx.(*tickBound)
+	if !shared {
+		return v, false, ctx.Err()
+	}
+	if left := time.Until(b.due); left > 0 {
+		t := time.NewTimer(left)
+		defer t.Stop()
+		select {
+		case v = <-done:
+			return v, true, nil
+		case <-t.C:
+		}
+	}
+	return v, false, context.DeadlineExceeded
+}
+
+// Passed reports whether ctx's deadline has passed: for a context of
+// Within, the deadline asked for, not its tick's start.
+func Passed(ctx context.Context) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	b, shared := ctx.(*tickBound)
+	return !shared || !time.Now().Before(b.due)
+}
+
+// at is the shared context of the tick want falls in (next 0), or of the
+// one after it (next 1): it ends at that tick's start.
+func (s *Shared) at(want time.Time, next int64) context.Context {
 	ns := want.UnixNano()
-	n := ns / int64(s.tick)
-	if c := s.cur.Load(); c != nil && c.n == n {
-		return c.ctx, noCancel
+	n := ns/int64(s.tick) + next
+	slot := &s.ticks[n%int64(len(s.ticks))]
+	if c := slot.Load(); c != nil && c.n == n {
+		return c.ctx
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c := s.cur.Load(); c != nil && c.n == n {
-		return c.ctx, noCancel // made meanwhile
+	if c := slot.Load(); c != nil && c.n == n {
+		return c.ctx // made meanwhile
 	}
-	// The tick's start: want less what it is past the tick's start on the
+	// The tick's start: want moved by its distance to that start on the
 	// wall clock, keeping want's monotonic reading, so that a step of the
 	// wall clock cannot stretch the deadline. The context ends at it by
 	// itself; its cancel would only stop its timer early, which no caller
 	// may do for the others.
-	ctx, stop := context.WithDeadline(context.Background(), want.Add(-time.Duration(ns%int64(s.tick))))
-	s.cur.Store(&tickContext{n: n, ctx: ctx, stop: stop})
-	return ctx, noCancel
+	ctx, stop := context.WithDeadline(context.Background(), want.Add(time.Duration(n*int64(s.tick)-ns)))
+	slot.Store(&tickContext{n: n, ctx: ctx, stop: stop})
+	return ctx
 }
 
 func noCancel() {}
@@ -84,9 +155,13 @@ var shared sync.Map // time.Duration -> *Shared
 // Within is context.WithTimeout(parent, timeout) through the process's
 // Shared for timeout (see Shared.Within): for the calls of a hot path.
 func Within(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	return sharedFor(timeout).Within(parent)
+}
+
+func sharedFor(timeout time.Duration) *Shared {
 	s, ok := shared.Load(timeout)
 	if !ok {
 		s, _ = shared.LoadOrStore(timeout, NewShared(timeout))
 	}
-	return s.(*Shared).Within(parent)
+	return s.(*Shared)
 }

@@ -33,14 +33,14 @@ func TestASharedContextEndsWithinATickOfTheTimeout(t *testing.T) {
 // each; cancelling one changes nothing for the others.
 func TestCallsOfOneTickShareAContext(t *testing.T) {
 	s := NewShared(time.Second)
-	seen := map[context.Context]bool{}
+	seen := map[<-chan struct{}]bool{} // a tick's context is known by its channel
 	for range 1000 {
 		ctx, cancel := s.Within(context.Background())
 		cancel()
 		if ctx.Err() != nil {
 			t.Fatal("a cancel ended a shared context")
 		}
-		seen[ctx] = true
+		seen[ctx.Done()] = true
 	}
 	if len(seen) > 2 {
 		t.Errorf("%d contexts for 1,000 calls in one or two ticks", len(seen))
@@ -73,6 +73,83 @@ func TestAnEarlierParentDeadlineWins(t *testing.T) {
 	}
 }
 
+// TestAHandoffStraddlesTheDeadline: a call's context ends at its deadline
+// or up to a tick before it, its hand-off's at it or up to a tick after
+// it, and the calls of one tick share both (the ring keeps neighbouring
+// ticks apart).
+func TestAHandoffStraddlesTheDeadline(t *testing.T) {
+	s := NewShared(80 * time.Millisecond) // a tick of 5 ms
+	before := time.Now()
+	ctx, cancel := s.Within(context.Background())
+	defer cancel()
+	due := ctx.(*tickBound).due
+	if due.Before(before.Add(80*time.Millisecond)) || due.After(time.Now().Add(80*time.Millisecond)) {
+		t.Fatalf("due %v after the call, want the timeout", due.Sub(before))
+	}
+	e, _ := ctx.Deadline()
+	l, _ := Handoff(ctx).Deadline()
+	if e.After(due) || e.Before(due.Add(-5*time.Millisecond)) || !l.After(due) || l.After(due.Add(5*time.Millisecond)) {
+		t.Fatalf("the call's %v and its hand-off's %v of due, want -5..0 ms and 0..5 ms", e.Sub(due), l.Sub(due))
+	}
+	calls, handoffs := map[<-chan struct{}]bool{}, map[<-chan struct{}]bool{}
+	for range 1000 {
+		ctx, cancel := s.Within(context.Background())
+		cancel()
+		calls[ctx.Done()], handoffs[Handoff(ctx).Done()] = true, true
+	}
+	if len(calls) > 3 || len(handoffs) > 3 {
+		t.Errorf("%d contexts and %d hand-off contexts for 1,000 calls in a few ticks", len(calls), len(handoffs))
+	}
+}
+
+// TestWaitKeepsTheDeadlineToTheInstant: an answer that comes after the
+// call's context ended (its tick's start) but before its deadline is taken;
+// none at all ends the wait at the deadline, not at the tick's start.
+func TestWaitKeepsTheDeadlineToTheInstant(t *testing.T) {
+	s := NewShared(160 * time.Millisecond) // a tick of 10 ms
+	var ctx context.Context
+	for {
+		// A call whose deadline falls late enough in its tick to leave
+		// room between the two.
+		ctx, _ = s.Within(context.Background())
+		if e, _ := ctx.Deadline(); ctx.(*tickBound).due.Sub(e) >= 4*time.Millisecond {
+			break
+		}
+	}
+	done := make(chan int, 1)
+	go func() {
+		<-ctx.Done()
+		done <- 7
+	}()
+	if v, ok, err := Wait(done, ctx); !ok || v != 7 || err != nil || Passed(ctx) {
+		t.Fatalf("an answer between the tick's start and the deadline: %d %v %v, passed %v", v, ok, err, Passed(ctx))
+	}
+
+	ctx, _ = s.Within(context.Background())
+	due := ctx.(*tickBound).due
+	if _, ok, err := Wait(make(chan int), ctx); ok || !errors.Is(err, context.DeadlineExceeded) || time.Now().Before(due) || !Passed(ctx) {
+		t.Fatalf("no answer: ok %v, %v, %v before the deadline", ok, err, time.Until(due))
+	}
+}
+
+// TestWaitEndsWhenAnEarlierParentIsCancelled: a caller with a deadline of
+// its own, earlier, gets a context of its own, handed off as it is, and its
+// cancellation ends the wait at once.
+func TestWaitEndsWhenAnEarlierParentIsCancelled(t *testing.T) {
+	s := NewShared(time.Minute)
+	parent, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := s.Within(parent)
+	defer cancel()
+	if Handoff(ctx) != ctx {
+		t.Fatal("a context of its own is handed off as another")
+	}
+	stop()
+	start := time.Now()
+	if _, ok, err := Wait(make(chan int), ctx); ok || !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
+		t.Fatalf("wait of a cancelled parent: ok %v, %v after %s", ok, err, time.Since(start))
+	}
+}
+
 // BenchmarkWithin: a read's bounding context as the store makes it, against
 // context.WithTimeout's, from a cancellable parent (an HTTP request's).
 func BenchmarkWithin(b *testing.B) {
@@ -99,6 +176,22 @@ func BenchmarkWithin(b *testing.B) {
 		for b.Loop() {
 			ctx, cancel := s.Within(parent)
 			use(ctx)
+			cancel()
+		}
+	})
+	// Within, Handoff and Wait, as the store's reads and writes use them,
+	// for an answer that is there before the tick ends (almost every one).
+	b.Run("Handoff", func(b *testing.B) {
+		s := NewShared(5 * time.Millisecond)
+		done := make(chan int, 1)
+		b.ReportAllocs()
+		for b.Loop() {
+			ctx, cancel := s.Within(parent)
+			use(Handoff(ctx))
+			done <- 1
+			if _, ok, _ := Wait(done, ctx); !ok {
+				b.Fatal("no answer")
+			}
 			cancel()
 		}
 	})
