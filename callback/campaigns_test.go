@@ -73,7 +73,7 @@ func TestCampaignCacheIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb, err := redisconn.Open(s.RedisURL, tuneRedis(s))
+	rdb, err := redisconn.Open(s.RedisURL, tuneRedis(s, s.RedisPassword))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,8 @@ type Config struct {
 	CounterURL         string        `env:"COUNTER_URL" envDefault:"http://127.0.0.1:8081" help:"the counter"`
 	RedisURL           string        `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379" help:"rueidis URL redis://[user:pass@]host:port[/db] (?addr= more seed nodes; Cluster is detected)"`
 	RedisPassword      string        `env:"REDIS_PASSWORD" help:"the Redis password, kept out of REDIS_URL (a password in REDIS_URL is used when this is empty)"`
+	JournalRedisURL    string        `env:"CALLBACK_JOURNAL_REDIS_URL" help:"a Redis (or Cluster) of the journal's own, rueidis URL as REDIS_URL; none: the journal is kept in REDIS_URL's, with the campaigns and the counters. Apart, an append does not queue behind the counter's scripts, and the journal can have persistence of its own"`
+	JournalPassword    string        `env:"CALLBACK_JOURNAL_REDIS_PASSWORD" help:"the password of CALLBACK_JOURNAL_REDIS_URL's Redis (a password in that URL is used when this is empty)"`
 	SchemaRefresh      time.Duration `env:"CALLBACK_SCHEMA_REFRESH" envDefault:"30s" help:"how often the counter's GET /v1/schema is read"`
 	SigningKeys        string        `env:"CALLBACK_SIGNING_KEYS" help:"kid:base64secret,... notice URLs must be signed with (several for rotation); none: notices are unauthenticated"`
 	MaxNoticeAge       string        `env:"CALLBACK_MAX_NOTICE_AGE" envDefault:"win:30m,billing:4h,imp:4h,click:24h,conv:720h,loss:30m" help:"how far ahead a signed notice's exp may be, per event (event:duration,...; one duration for every event); callback remembers each notice until its exp"`

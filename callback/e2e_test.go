@@ -1422,3 +1422,42 @@ func TestJournalReplicasGateTheAcknowledgement(t *testing.T) {
 	s.waitMetric(`freqcap_callback_journal_undelivered 0`, 10*time.Second)
 	s.waitKey("freq:{win:device:rep:dev}", 2, 0)
 }
+
+// TestTheJournalOnARedisOfItsOwn: with CALLBACK_JOURNAL_REDIS_URL the
+// journal lives in that Redis and nothing of it in REDIS_URL's, where the
+// campaigns and the counts are; notices are counted as ever, and readiness
+// asks both.
+func TestTheJournalOnARedisOfItsOwn(t *testing.T) {
+	jsrv := redistest.Start(t)
+	s := startStackOn(t, redistest.Start(t), "CALLBACK_JOURNAL_REDIS_URL="+jsrv.URL())
+	sendAll(t, "http://"+s.public, "own", 200, nil)
+	s.waitKey("freq:{win:device:own:dev}", 200, 30*time.Second)
+
+	jrc := newRedisClient(t, jsrv)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		rc   rueidis.Client
+		want bool
+	}{{"the journal's", jrc, true}, {"REDIS_URL's", s.rc, false}} {
+		n, err := c.rc.Do(ctx, c.rc.B().Exists().Key(journalKey(0)).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (n == 1) != c.want {
+			t.Errorf("%s Redis holds %s: %v, want %v", c.name, journalKey(0), n == 1, c.want)
+		}
+	}
+	if keys, err := s.rc.Do(ctx, s.rc.B().Keys().Pattern("notices:*").Build()).AsStrSlice(); err != nil || len(keys) > 0 {
+		t.Errorf("journal keys in REDIS_URL's Redis: %v %v", keys, err)
+	}
+
+	if code, _, body := s.do("GET", "http://"+s.admin+"/readyz", ""); code != 200 {
+		t.Fatalf("readyz with both up: %d %s", code, body)
+	}
+	jsrv.Pause()
+	defer jsrv.Resume()
+	if code, _, body := s.do("GET", "http://"+s.admin+"/readyz", ""); code != 503 || !strings.Contains(body, "journal") {
+		t.Errorf("readyz with the journal's Redis frozen: %d %s, want 503 naming the journal", code, body)
+	}
+}

@@ -84,6 +84,11 @@ var errJournalFull = errors.New("journal full")
 
 func journalKey(p int) string { return "notices:{" + strconv.Itoa(p) + "}" }
 
+// Ping reports whether the journal's Redis answers.
+func (j *Journal) Ping(ctx context.Context) error {
+	return j.rdb.Do(ctx, j.rdb.B().Ping().Build()).Error()
+}
+
 func newJournal(rdb rueidis.Client, partitions, maxLen int, consumer string) *Journal {
 	j := &Journal{rdb: rdb, group: journalGroup, consumer: consumer,
 		perPart: int64((maxLen + partitions - 1) / partitions),

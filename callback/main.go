@@ -54,11 +54,19 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	if err != nil {
 		return err
 	}
-	rdb, err := redisconn.Open(s.RedisURL, tuneRedis(s))
+	rdb, err := redisconn.Open(s.RedisURL, tuneRedis(s, s.RedisPassword))
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
+	// The journal's Redis: REDIS_URL's, or one of its own.
+	jdb := rdb
+	if s.JournalRedisURL != "" {
+		if jdb, err = redisconn.Open(s.JournalRedisURL, tuneRedis(s, s.JournalPassword)); err != nil {
+			return fmt.Errorf("CALLBACK_JOURNAL_REDIS_URL: %w", err)
+		}
+		defer jdb.Close()
+	}
 
 	schema, err := startSchema(ctx, s, log)
 	if err != nil {
@@ -72,7 +80,7 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	reg := prometheus.NewRegistry()
 	buildinfo.Register(reg, "callback")
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	journal, fwd, err := startDelivery(ctx, s, rdb, schema, campaigns, log, reg)
+	journal, fwd, err := startDelivery(ctx, s, jdb, schema, campaigns, log, reg)
 	if err != nil {
 		return err
 	}
@@ -189,16 +197,17 @@ func stop(s Settings, log *slog.Logger, draining *atomic.Bool, public, admin *ht
 	}
 }
 
-// tuneRedis sets callback's Redis client options.
-func tuneRedis(s Settings) func(*rueidis.ClientOption) {
+// tuneRedis sets callback's Redis client options, with password (when not
+// empty) over the URL's.
+func tuneRedis(s Settings, password string) func(*rueidis.ClientOption) {
 	return func(opt *rueidis.ClientOption) {
 		// Journal appends of concurrent notices share one write to Redis.
 		opt.MaxFlushDelay = s.FlushDelay
 		// The campaigns' client-side cache, unknown campaigns included:
 		// bounded, least recently used entries go first.
 		opt.CacheSizeEachConn = s.CampaignCacheBytes
-		if s.RedisPassword != "" {
-			opt.Password = s.RedisPassword
+		if password != "" {
+			opt.Password = password
 		}
 	}
 }

@@ -49,7 +49,7 @@ func addAdminRoutes(r chi.Router, d deps) {
 	r.Method(http.MethodPost, "/v1/deadletters/replay", m.Route("/v1/deadletters/replay", handleDeadLetterReplay(d.log, d.journal)))
 	r.Method(http.MethodDelete, "/v1/deadletters/{id}", m.Route("/v1/deadletters/{id}", handleDeadLetterDelete(d.log, d.journal)))
 	r.Method(http.MethodGet, "/healthz", m.Route("/healthz", health.Live()))
-	r.Method(http.MethodGet, "/readyz", m.Route("/readyz", health.Ready(d.log, "redis", d.campaigns.Ping)))
+	r.Method(http.MethodGet, "/readyz", m.Route("/readyz", health.Ready(d.log, "redis", d.ping)))
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{}))
 	r.Mount("/debug", middleware.Profiler())
 }

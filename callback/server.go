@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -30,6 +32,21 @@ type deps struct {
 	registry *prometheus.Registry
 	// httpMetrics times requests of both listeners; their routes differ.
 	httpMetrics *httpmetrics.Metrics
+}
+
+// ping reports whether the campaigns' Redis and the journal's (when it has
+// its own, CALLBACK_JOURNAL_REDIS_URL) answer.
+func (d deps) ping(ctx context.Context) error {
+	if err := d.campaigns.Ping(ctx); err != nil {
+		return err
+	}
+	if d.settings.JournalRedisURL == "" {
+		return nil
+	}
+	if err := d.journal.Ping(ctx); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
 }
 
 func newRouter(m *httpmetrics.Metrics) chi.Router {
