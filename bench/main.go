@@ -45,6 +45,9 @@ type settings struct {
 	out      string
 	results  string
 	only     []string // scenario names to run; all when empty
+	// journalOwn runs callback's journal in a redis-server of its own
+	// (BENCH_JOURNAL_REDIS=own: CALLBACK_JOURNAL_REDIS_URL).
+	journalOwn bool
 }
 
 func (s settings) wants(name string) bool { return len(s.only) == 0 || slices.Contains(s.only, name) }
@@ -69,6 +72,13 @@ func loadSettings() (settings, error) {
 	}
 	if v := os.Getenv("BENCH_RESULTS"); v != "" {
 		s.results = v
+	}
+	switch v := os.Getenv("BENCH_JOURNAL_REDIS"); v {
+	case "", "shared":
+	case "own":
+		s.journalOwn = true
+	default:
+		return s, fmt.Errorf("BENCH_JOURNAL_REDIS: shared (the default) or own, got %q", v)
 	}
 	return s, nil
 }
@@ -238,15 +248,24 @@ func (st *stack) start(ctx context.Context) error {
 		return err
 	}
 	st.logs = logs
-	addrs, err := rig.FreeAddrs(8)
+	addrs, err := rig.FreeAddrs(9)
 	if err != nil {
 		return err
 	}
-	if err := st.startRedis(addrs[0]); err != nil {
+	if st.redis, err = st.startRedis("redis", addrs[0]); err != nil {
 		return err
 	}
+	st.redisAddr = addrs[0]
 	redisURL := "REDIS_URL=redis://" + st.redisAddr
 	st.counterURL, st.callbackURL, st.adminURL, st.baseURL = "http://"+addrs[1], "http://"+addrs[2], "http://"+addrs[3], "http://"+addrs[4]
+	callbackEnv := []string{"CALLBACK_ADDR=" + addrs[2], "CALLBACK_ADMIN_ADDR=" + addrs[3], "COUNTER_URL=" + st.counterURL, redisURL,
+		"LOG_FORMAT=json", "CALLBACK_JOURNAL_FORMAT=2"}
+	if st.s.journalOwn {
+		if _, err := st.startRedis("journal-redis", addrs[8]); err != nil {
+			return err
+		}
+		callbackEnv = append(callbackEnv, "CALLBACK_JOURNAL_REDIS_URL=redis://"+addrs[8])
+	}
 	st.counterOpsURL = "http://" + addrs[5]
 	if st.counter, err = st.spawn("counter", filepath.Join(bin, "counter"), []string{"COUNTER_ADDR=" + addrs[1], "COUNTER_OPS_ADDR=" + addrs[5], redisURL, "LOG_FORMAT=json",
 		// wrk's closed loop saturates the machine and queues requests far past
@@ -263,8 +282,7 @@ func (st *stack) start(ctx context.Context) error {
 	}
 	// One version runs: journal entries of one field, as a deployment
 	// whose callbacks all run this version sets.
-	if st.callback, err = st.spawn("callback", filepath.Join(bin, "callback"), []string{"CALLBACK_ADDR=" + addrs[2],
-		"CALLBACK_ADMIN_ADDR=" + addrs[3], "COUNTER_URL=" + st.counterURL, redisURL, "LOG_FORMAT=json", "CALLBACK_JOURNAL_FORMAT=2"}); err != nil {
+	if st.callback, err = st.spawn("callback", filepath.Join(bin, "callback"), callbackEnv); err != nil {
 		return err
 	}
 	if st.baseline, err = st.spawn("baseline", filepath.Join(bin, "baseline"), []string{"BASELINE_ADDR=" + addrs[4]}); err != nil {
@@ -285,20 +303,20 @@ func (st *stack) start(ctx context.Context) error {
 	return nil
 }
 
-// startRedis starts the bench's redis-server at addr, with no
-// persistence, and waits until it takes connections.
-func (st *stack) startRedis(addr string) error {
-	st.redisAddr = addr
+// startRedis starts a redis-server of the bench, named name, at addr, with
+// no persistence, and waits until it takes connections.
+func (st *stack) startRedis(name, addr string) (*proc, error) {
 	host, port, _ := net.SplitHostPort(addr)
 	dir, err := os.MkdirTemp("", "freqcap-bench-")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if st.redis, err = st.spawn("redis", "redis-server", nil, "--bind", host, "--port", port, "--dir", dir,
-		"--save", "", "--appendonly", "no"); err != nil {
-		return err
+	p, err := st.spawn(name, "redis-server", nil, "--bind", host, "--port", port, "--dir", dir,
+		"--save", "", "--appendonly", "no")
+	if err != nil {
+		return nil, err
 	}
-	return waitTCP(addr)
+	return p, waitTCP(addr)
 }
 
 func (st *stack) spawn(name, bin string, env []string, args ...string) (*proc, error) {

@@ -127,6 +127,9 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "- date: %s\n- commit: %s\n- machine: %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), strings.TrimSpace(string(commit)), machine())
 	fmt.Fprintf(&b, "- method: `make bench`; %d rounds of %s per scenario, each right after a baseline run; wrk -t2 -c50; medians of %d rounds; constant-rate runs with vegeta at %d req/s; counter read deadline %s (saturated runs queue past the production 5 ms; degraded answers would flatter throughput)\n",
 		r.settings.rounds, r.settings.duration, r.settings.rounds, r.settings.rate, readTimeout)
+	if r.settings.journalOwn {
+		b.WriteString("- callback's journal in a redis-server of its own (BENCH_JOURNAL_REDIS=own, CALLBACK_JOURNAL_REDIS_URL); the Redis CPU column adds both\n")
+	}
 	fmt.Fprintf(&b, "- baseline (bare net/http, 13 bytes): median %.0f req/s\n\n", median(r.baselines))
 	b.WriteString("| scenario | throughput | vs baseline | p50 | p99 | p99.9 | CPU % counter / callback / redis / load | target | met | notes |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
@@ -137,7 +140,9 @@ func (r *report) markdown() string {
 			unit = "req/s"
 		}
 		cpu := func(p string) string {
-			return fmt.Sprintf("%.0f", r.med(name, func(x result) float64 { return x.cpu[p] }))
+			// The journal's own Redis (BENCH_JOURNAL_REDIS=own) counts
+			// with Redis.
+			return fmt.Sprintf("%.0f", r.med(name, func(x result) float64 { return x.cpu[p] + x.cpu["journal-"+p] }))
 		}
 		load := "wrk"
 		switch {
