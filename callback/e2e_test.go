@@ -1461,3 +1461,30 @@ func TestTheJournalOnARedisOfItsOwn(t *testing.T) {
 		t.Errorf("readyz with the journal's Redis frozen: %d %s, want 503 naming the journal", code, body)
 	}
 }
+
+// TestAJournalMovedToARedisOfItsOwnIsDelivered: notices a callback took
+// into REDIS_URL's journal while the counter was away are delivered by a
+// callback started with CALLBACK_JOURNAL_REDIS_URL, with the notices it
+// takes into its own journal, each counted once.
+func TestAJournalMovedToARedisOfItsOwnIsDelivered(t *testing.T) {
+	s := newStack(t, redistest.Start(t))
+	s.callback = s.startCallback("CALLBACK_DRAIN_TIMEOUT=1s")
+	if refused := sendAll(t, "http://"+s.public, "moved", 100, nil); refused > 0 {
+		t.Fatalf("%d notices refused", refused)
+	}
+	s.callback.Signal(syscall.SIGTERM)
+	if err := s.callback.Wait(30 * time.Second); err != nil {
+		t.Fatalf("callback exit: %v", err)
+	}
+	s.startCounter()
+	s.callback = s.startCallback("CALLBACK_JOURNAL_REDIS_URL="+redistest.Start(t).URL(), "CALLBACK_CLAIM_IDLE=1s")
+	if refused := send(t, 50, func(i int) string {
+		return fmt.Sprintf("http://%s/win?cid=moved&device=dev&eid=new%d", s.public, i)
+	}, nil); refused > 0 {
+		t.Fatalf("%d notices refused", refused)
+	}
+	s.waitKey("freq:{win:device:moved:dev}", 150, 30*time.Second)
+	if !strings.Contains(s.callback.Logs(), "delivering them too") {
+		t.Errorf("no log line of the moved journal's notices:\n%s", s.callback.Logs())
+	}
+}

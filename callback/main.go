@@ -84,6 +84,11 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	if err != nil {
 		return err
 	}
+	if jdb != rdb {
+		if moved := deliverMoved(ctx, s, rdb, schema, campaigns, log, fwd.metrics); moved != nil {
+			defer moved.Drain(s.DrainTimeout)
+		}
+	}
 	d := deps{log: log, settings: s, campaigns: campaigns, journal: journal, schema: schema, metrics: fwd.metrics, draining: &atomic.Bool{}, registry: reg,
 		httpMetrics: httpmetrics.New(reg, "callback"), verifier: verifierOf(s, log)}
 	public, admin, err := listen(d)
@@ -148,6 +153,31 @@ func startDelivery(ctx context.Context, s Settings, rdb rueidis.Client, schema *
 	fwd.metrics = newMetrics(reg, journal)
 	fwd.Start()
 	return journal, fwd, nil
+}
+
+// deliverMoved delivers what a journal left in REDIS_URL's Redis holds
+// when the journal has a Redis of its own (CALLBACK_JOURNAL_REDIS_URL set
+// while notices were still undelivered there): a forwarder of its own
+// reads it (and claims what stopped instances had read) until this
+// instance stops. Nil when that journal holds nothing undelivered.
+func deliverMoved(ctx context.Context, s Settings, rdb rueidis.Client, schema *Schema, campaigns *Campaigns, log *slog.Logger, m *metrics) *Forwarder {
+	old := newJournal(rdb, s.Partitions, s.JournalMax, consumerName())
+	st, err := old.Stats(ctx)
+	if err != nil {
+		log.Warn("REDIS_URL's journal unreadable: notices a callback left there before CALLBACK_JOURNAL_REDIS_URL was set are not delivered by this instance", "err", err)
+		return nil
+	}
+	if st.dead > 0 {
+		log.Warn("REDIS_URL's Redis holds dead letters of the journal before CALLBACK_JOURNAL_REDIS_URL: the admin API serves only the new journal's", "dead_letters", st.dead)
+	}
+	if st.undelivered == 0 {
+		return nil
+	}
+	log.Warn("REDIS_URL's Redis holds undelivered notices of the journal before CALLBACK_JOURNAL_REDIS_URL: delivering them too", "undelivered", st.undelivered, "pending", st.pending)
+	fwd := newForwarder(s, old, schema, campaigns, log)
+	fwd.metrics = m
+	fwd.Start()
+	return fwd
 }
 
 // verifierOf checks notices' signatures with the settings' keys; nil
