@@ -1451,6 +1451,9 @@ func TestTheJournalOnARedisOfItsOwn(t *testing.T) {
 	if keys, err := s.rc.Do(ctx, s.rc.B().Keys().Pattern("notices:*").Build()).AsStrSlice(); err != nil || len(keys) > 0 {
 		t.Errorf("journal keys in REDIS_URL's Redis: %v %v", keys, err)
 	}
+	if strings.Contains(s.callback.Logs(), "delivering its notices too") {
+		t.Error("a forwarder on REDIS_URL's journal, where there is none")
+	}
 
 	if code, _, body := s.do("GET", "http://"+s.admin+"/readyz", ""); code != 200 {
 		t.Fatalf("readyz with both up: %d %s", code, body)
@@ -1484,7 +1487,7 @@ func TestAJournalMovedToARedisOfItsOwnIsDelivered(t *testing.T) {
 		t.Fatalf("%d notices refused", refused)
 	}
 	s.waitKey("freq:{win:device:moved:dev}", 150, 30*time.Second)
-	if !strings.Contains(s.callback.Logs(), "delivering them too") {
+	if !strings.Contains(s.callback.Logs(), "delivering its notices too") {
 		t.Errorf("no log line of the moved journal's notices:\n%s", s.callback.Logs())
 	}
 }

@@ -820,6 +820,32 @@ func (j *Journal) Forget(ctx context.Context, idle time.Duration) (int, error) {
 	return forgotten, nil
 }
 
+// Active reports whether a consumer of the journal's group (a callback
+// reading it) has read within the last within: false for a journal no
+// instance uses (or none ever made).
+func (j *Journal) Active(ctx context.Context, within time.Duration) (bool, error) {
+	for _, k := range j.keys {
+		consumers, err := j.rdb.Do(ctx, j.rdb.B().XinfoConsumers().Key(k).Group(j.group).Build()).ToArray()
+		if _, ok := rueidis.IsRedisErr(err); ok {
+			continue // no such partition or group: no journal there
+		}
+		if err != nil {
+			return false, err
+		}
+		for _, c := range consumers {
+			m, err := c.AsMap()
+			if err != nil {
+				continue
+			}
+			idle := m["idle"]
+			if ms, err := idle.AsInt64(); err == nil && time.Duration(ms)*time.Millisecond < within {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
 // deadKey is the dead-letter stream: notices the counter could not count
 // and a retry would not mend (Redis refused their keys, say), moved out of
 // their partitions so the partitions go on. An operator lists them, mends

@@ -157,9 +157,11 @@ func startDelivery(ctx context.Context, s Settings, rdb rueidis.Client, schema *
 
 // deliverMoved delivers what a journal left in REDIS_URL's Redis holds
 // when the journal has a Redis of its own (CALLBACK_JOURNAL_REDIS_URL set
-// while notices were still undelivered there): a forwarder of its own
-// reads it (and claims what stopped instances had read) until this
-// instance stops. Nil when that journal holds nothing undelivered.
+// while notices were still undelivered there, or while callbacks without
+// it still run): a forwarder of its own reads it (and claims what stopped
+// instances had read) until this instance stops. Nil when that journal
+// holds nothing undelivered and no callback read it within
+// CALLBACK_CLAIM_IDLE.
 func deliverMoved(ctx context.Context, s Settings, rdb rueidis.Client, schema *Schema, campaigns *Campaigns, log *slog.Logger, m *metrics) *Forwarder {
 	old := newJournal(rdb, s.Partitions, s.JournalMax, consumerName())
 	st, err := old.Stats(ctx)
@@ -170,10 +172,18 @@ func deliverMoved(ctx context.Context, s Settings, rdb rueidis.Client, schema *S
 	if st.dead > 0 {
 		log.Warn("REDIS_URL's Redis holds dead letters of the journal before CALLBACK_JOURNAL_REDIS_URL: the admin API serves only the new journal's", "dead_letters", st.dead)
 	}
-	if st.undelivered == 0 {
+	// Callbacks without the setting may still be running (a rolling move):
+	// their notices are delivered too, by them or by this instance once
+	// they stop, though the journal may look empty right now.
+	active, err := old.Active(ctx, s.ClaimIdle)
+	if err != nil {
+		log.Warn("REDIS_URL's journal unreadable: notices a callback left there before CALLBACK_JOURNAL_REDIS_URL was set are not delivered by this instance", "err", err)
 		return nil
 	}
-	log.Warn("REDIS_URL's Redis holds undelivered notices of the journal before CALLBACK_JOURNAL_REDIS_URL: delivering them too", "undelivered", st.undelivered, "pending", st.pending)
+	if st.undelivered == 0 && st.pending == 0 && !active {
+		return nil
+	}
+	log.Warn("REDIS_URL's Redis holds the journal of callbacks before CALLBACK_JOURNAL_REDIS_URL: delivering its notices too", "undelivered", st.undelivered, "pending", st.pending, "in_use", active)
 	fwd := newForwarder(s, old, schema, campaigns, log)
 	fwd.metrics = m
 	fwd.Start()
