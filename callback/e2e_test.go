@@ -1480,7 +1480,8 @@ func TestAJournalMovedToARedisOfItsOwnIsDelivered(t *testing.T) {
 		t.Fatalf("callback exit: %v", err)
 	}
 	s.startCounter()
-	s.callback = s.startCallback("CALLBACK_JOURNAL_REDIS_URL="+redistest.Start(t).URL(), "CALLBACK_CLAIM_IDLE=1s")
+	jsrv := redistest.Start(t)
+	s.callback = s.startCallback("CALLBACK_JOURNAL_REDIS_URL="+jsrv.URL(), "CALLBACK_CLAIM_IDLE=1s")
 	if refused := send(t, 50, func(i int) string {
 		return fmt.Sprintf("http://%s/win?cid=moved&device=dev&eid=new%d", s.public, i)
 	}, nil); refused > 0 {
@@ -1489,5 +1490,44 @@ func TestAJournalMovedToARedisOfItsOwnIsDelivered(t *testing.T) {
 	s.waitKey("freq:{win:device:moved:dev}", 150, 30*time.Second)
 	if !strings.Contains(s.callback.Logs(), "delivering its notices too") {
 		t.Errorf("no log line of the moved journal's notices:\n%s", s.callback.Logs())
+	}
+
+	// Once the old journal is drained (and trimmed) and its last reader
+	// without the setting is idle, another callback started with it leaves
+	// it alone.
+	deadline := time.Now().Add(30 * time.Second)
+	for left := int64(-1); left != 0; {
+		left = 0
+		for p := range 8 {
+			n, err := s.rc.Do(context.Background(), s.rc.B().Xlen().Key(journalKey(p)).Build()).AsInt64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			left += n
+		}
+		if left > 0 && time.Now().After(deadline) {
+			t.Fatalf("the old journal holds %d entries after its notices were counted", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	old := newJournal(s.rc, 8, 1000, "test")
+	for {
+		active, err := old.Active(context.Background(), 3*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !active {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the old journal's reader without the setting never went idle")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	other := *s
+	other.public, other.admin = proctest.FreeAddr(t), proctest.FreeAddr(t)
+	other.callback = other.startCallback("CALLBACK_JOURNAL_REDIS_URL="+jsrv.URL(), "CALLBACK_CLAIM_IDLE=3s")
+	if strings.Contains(other.callback.Logs(), "delivering its notices too") {
+		t.Errorf("a second forwarder on the drained old journal:\n%s", other.callback.Logs())
 	}
 }

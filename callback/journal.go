@@ -821,8 +821,10 @@ func (j *Journal) Forget(ctx context.Context, idle time.Duration) (int, error) {
 }
 
 // Active reports whether a consumer of the journal's group (a callback
-// reading it) has read within the last within: false for a journal no
-// instance uses (or none ever made).
+// reading it) has read within the last within, forwarders on it as a
+// moved journal (movedConsumer) aside: false for a journal no instance
+// uses (or none ever made). Redis before 7.2 counts only the reads that
+// took entries: an instance with nothing to read looks idle there.
 func (j *Journal) Active(ctx context.Context, within time.Duration) (bool, error) {
 	for _, k := range j.keys {
 		consumers, err := j.rdb.Do(ctx, j.rdb.B().XinfoConsumers().Key(k).Group(j.group).Build()).ToArray()
@@ -837,7 +839,10 @@ func (j *Journal) Active(ctx context.Context, within time.Duration) (bool, error
 			if err != nil {
 				continue
 			}
-			idle := m["idle"]
+			name, idle := m["name"], m["idle"]
+			if n, _ := name.ToString(); strings.HasSuffix(n, movedConsumer) {
+				continue
+			}
 			if ms, err := idle.AsInt64(); err == nil && time.Duration(ms)*time.Millisecond < within {
 				return true, nil
 			}

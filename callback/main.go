@@ -163,7 +163,7 @@ func startDelivery(ctx context.Context, s Settings, rdb rueidis.Client, schema *
 // holds nothing undelivered and no callback read it within
 // CALLBACK_CLAIM_IDLE.
 func deliverMoved(ctx context.Context, s Settings, rdb rueidis.Client, schema *Schema, campaigns *Campaigns, log *slog.Logger, m *metrics) *Forwarder {
-	old := newJournal(rdb, s.Partitions, s.JournalMax, consumerName())
+	old := newJournal(rdb, s.Partitions, s.JournalMax, consumerName()+movedConsumer)
 	st, err := old.Stats(ctx)
 	if err != nil {
 		log.Warn("REDIS_URL's journal unreadable: notices a callback left there before CALLBACK_JOURNAL_REDIS_URL was set are not delivered by this instance", "err", err)
@@ -189,6 +189,12 @@ func deliverMoved(ctx context.Context, s Settings, rdb rueidis.Client, schema *S
 	fwd.Start()
 	return fwd
 }
+
+// movedConsumer ends the consumer name of a forwarder on a moved journal,
+// so that its own reads do not count as a callback still using that
+// journal (Journal.Active): once drained, the next start leaves it alone
+// (on Redis 7.2 and later, where reads that find nothing count as use).
+const movedConsumer = "-moved"
 
 // verifierOf checks notices' signatures with the settings' keys; nil
 // without keys (notices are then unauthenticated, which it warns of).
