@@ -164,21 +164,20 @@ func startDelivery(ctx context.Context, s Settings, rdb rueidis.Client, schema *
 // CALLBACK_CLAIM_IDLE.
 func deliverMoved(ctx context.Context, s Settings, rdb rueidis.Client, schema *Schema, campaigns *Campaigns, log *slog.Logger, m *metrics) *Forwarder {
 	old := newJournal(rdb, s.Partitions, s.JournalMax, consumerName()+movedConsumer)
+	// Callbacks without the setting may still be running (a rolling move,
+	// active): their notices are delivered too, by them or by this
+	// instance once they stop, though the journal may look empty now.
 	st, err := old.Stats(ctx)
+	active := false
+	if err == nil {
+		active, err = old.Active(ctx, s.ClaimIdle)
+	}
 	if err != nil {
 		log.Warn("REDIS_URL's journal unreadable: notices a callback left there before CALLBACK_JOURNAL_REDIS_URL was set are not delivered by this instance", "err", err)
 		return nil
 	}
 	if st.dead > 0 {
 		log.Warn("REDIS_URL's Redis holds dead letters of the journal before CALLBACK_JOURNAL_REDIS_URL: the admin API serves only the new journal's", "dead_letters", st.dead)
-	}
-	// Callbacks without the setting may still be running (a rolling move):
-	// their notices are delivered too, by them or by this instance once
-	// they stop, though the journal may look empty right now.
-	active, err := old.Active(ctx, s.ClaimIdle)
-	if err != nil {
-		log.Warn("REDIS_URL's journal unreadable: notices a callback left there before CALLBACK_JOURNAL_REDIS_URL was set are not delivered by this instance", "err", err)
-		return nil
 	}
 	if st.undelivered == 0 && st.pending == 0 && !active {
 		return nil
