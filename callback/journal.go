@@ -789,29 +789,50 @@ func (j *Journal) Stats(ctx context.Context) (journalStats, error) {
 	return st, nil
 }
 
+// consumer is one consumer of the group on a partition, as XINFO
+// CONSUMERS tells it.
+type consumer struct {
+	name    string
+	pending int64
+	idle    time.Duration
+}
+
+// consumers are the group's consumers on partition key k.
+func (j *Journal) consumers(ctx context.Context, k string) ([]consumer, error) {
+	msgs, err := j.rdb.Do(ctx, j.rdb.B().XinfoConsumers().Key(k).Group(j.group).Build()).ToArray()
+	if err != nil {
+		return nil, err
+	}
+	cs := make([]consumer, 0, len(msgs))
+	for _, c := range msgs {
+		m, err := c.AsMap()
+		if err != nil {
+			continue
+		}
+		nameMsg, pendingMsg, idleMsg := m["name"], m["pending"], m["idle"]
+		name, _ := nameMsg.ToString()
+		pending, _ := pendingMsg.AsInt64()
+		ms, _ := idleMsg.AsInt64()
+		cs = append(cs, consumer{name: name, pending: pending, idle: time.Duration(ms) * time.Millisecond})
+	}
+	return cs, nil
+}
+
 // Forget removes consumers (earlier runs of callback) that hold no pending
 // entry and have been idle for longer than idle, so the group does not
 // grow with every restart.
 func (j *Journal) Forget(ctx context.Context, idle time.Duration) (int, error) {
 	forgotten := 0
 	for _, k := range j.keys {
-		consumers, err := j.rdb.Do(ctx, j.rdb.B().XinfoConsumers().Key(k).Group(j.group).Build()).ToArray()
+		consumers, err := j.consumers(ctx, k)
 		if err != nil {
 			return forgotten, err
 		}
 		for _, c := range consumers {
-			m, err := c.AsMap()
-			if err != nil {
+			if c.name == j.consumer || c.pending > 0 || c.idle < idle {
 				continue
 			}
-			nameMsg, pendingMsg, idleMsg := m["name"], m["pending"], m["idle"]
-			name, _ := nameMsg.ToString()
-			pending, _ := pendingMsg.AsInt64()
-			ms, _ := idleMsg.AsInt64()
-			if name == j.consumer || pending > 0 || time.Duration(ms)*time.Millisecond < idle {
-				continue
-			}
-			if err := j.rdb.Do(ctx, j.rdb.B().XgroupDelconsumer().Key(k).Group(j.group).Consumername(name).Build()).Error(); err != nil {
+			if err := j.rdb.Do(ctx, j.rdb.B().XgroupDelconsumer().Key(k).Group(j.group).Consumername(c.name).Build()).Error(); err != nil {
 				return forgotten, err
 			}
 			forgotten++
@@ -827,7 +848,7 @@ func (j *Journal) Forget(ctx context.Context, idle time.Duration) (int, error) {
 // took entries: an instance with nothing to read looks idle there.
 func (j *Journal) Active(ctx context.Context, within time.Duration) (bool, error) {
 	for _, k := range j.keys {
-		consumers, err := j.rdb.Do(ctx, j.rdb.B().XinfoConsumers().Key(k).Group(j.group).Build()).ToArray()
+		consumers, err := j.consumers(ctx, k)
 		if _, ok := rueidis.IsRedisErr(err); ok {
 			continue // no such partition or group: no journal there
 		}
@@ -835,15 +856,7 @@ func (j *Journal) Active(ctx context.Context, within time.Duration) (bool, error
 			return false, err
 		}
 		for _, c := range consumers {
-			m, err := c.AsMap()
-			if err != nil {
-				continue
-			}
-			name, idle := m["name"], m["idle"]
-			if n, _ := name.ToString(); strings.HasSuffix(n, movedConsumer) {
-				continue
-			}
-			if ms, err := idle.AsInt64(); err == nil && time.Duration(ms)*time.Millisecond < within {
+			if !strings.HasSuffix(c.name, movedConsumer) && c.idle < within {
 				return true, nil
 			}
 		}

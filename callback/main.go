@@ -54,19 +54,11 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	if err != nil {
 		return err
 	}
-	rdb, err := redisconn.Open(s.RedisURL, tuneRedis(s, s.RedisPassword))
+	rdb, jdb, closeRedis, err := openRedis(s)
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
-	// The journal's Redis: REDIS_URL's, or one of its own.
-	jdb := rdb
-	if s.JournalRedisURL != "" {
-		if jdb, err = redisconn.Open(s.JournalRedisURL, tuneRedis(s, s.JournalPassword)); err != nil {
-			return fmt.Errorf("CALLBACK_JOURNAL_REDIS_URL: %w", err)
-		}
-		defer jdb.Close()
-	}
+	defer closeRedis()
 
 	schema, err := startSchema(ctx, s, log)
 	if err != nil {
@@ -77,9 +69,7 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 		return err
 	}
 
-	reg := prometheus.NewRegistry()
-	buildinfo.Register(reg, "callback")
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := newRegistry()
 	journal, fwd, err := startDelivery(ctx, s, jdb, schema, campaigns, log, reg)
 	if err != nil {
 		return err
@@ -97,17 +87,49 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	}
 	log.Info("callback listening", "addr", public.Addr(), "admin", admin.Addr(), "counter", s.CounterURL, "commit", buildinfo.Read().Commit)
 
-	select {
-	case err = <-public.Err():
-	case err = <-admin.Err():
-	case <-ctx.Done():
-	}
-	if err != nil {
+	if err := serve(ctx, public, admin); err != nil {
 		return err
 	}
-
 	stop(s, log, d.draining, public, admin, fwd)
 	return nil
+}
+
+// newRegistry is callback's metrics registry, with its build, Go and
+// process metrics.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	buildinfo.Register(reg, "callback")
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// serve waits until a listener fails (its error) or ctx ends (nil).
+func serve(ctx context.Context, public, admin *httpserver.Server) error {
+	select {
+	case err := <-public.Err():
+		return err
+	case err := <-admin.Err():
+		return err
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// openRedis opens REDIS_URL's client (campaigns) and the journal's: the
+// same one, or CALLBACK_JOURNAL_REDIS_URL's. closeRedis closes what was
+// opened.
+func openRedis(s Settings) (rdb, jdb rueidis.Client, closeRedis func(), err error) {
+	if rdb, err = redisconn.Open(s.RedisURL, tuneRedis(s, s.RedisPassword)); err != nil {
+		return nil, nil, nil, err
+	}
+	if s.JournalRedisURL == "" {
+		return rdb, rdb, rdb.Close, nil
+	}
+	if jdb, err = redisconn.Open(s.JournalRedisURL, tuneRedis(s, s.JournalPassword)); err != nil {
+		rdb.Close()
+		return nil, nil, nil, fmt.Errorf("CALLBACK_JOURNAL_REDIS_URL: %w", err)
+	}
+	return rdb, jdb, func() { jdb.Close(); rdb.Close() }, nil
 }
 
 // listen opens the public (notices) and admin listeners.
