@@ -169,7 +169,10 @@ func readGetField(r *freqcapv1.GetFreqReq, name string, d *decoder) bool {
 }
 
 // decoder reads plain JSON values from b.
-type decoder struct{ b []byte }
+type decoder struct {
+	b     []byte
+	names []string // the dimensions' names read so far (batchjson.go)
+}
 
 func (d *decoder) skipSpace() {
 	for len(d.b) > 0 && (d.b[0] == ' ' || d.b[0] == '\t' || d.b[0] == '\n' || d.b[0] == '\r') {

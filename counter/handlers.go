@@ -126,6 +126,9 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any, shap
 		}
 		return apierr.Invalid("body must be JSON %s: %s", shape, err)
 	}
+	if req, ok := v.(*counting.BatchRequest); ok && decodeBatchFast(body, req) {
+		return nil
+	}
 	return httpjson.Unmarshal(body, v, shape)
 }
 
