@@ -2,7 +2,6 @@ package core
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -23,9 +22,12 @@ import (
 // less error) become the hot set for the next window, and counting starts
 // again, so the set follows what is hot now.
 type hotKeys struct {
-	mu     sync.Mutex
-	k      int
-	counts map[string]*hotCount
+	mu sync.Mutex
+	k  int
+	// counts is the sketch: a min-heap by count, so that the least counted
+	// key is taken over in O(log k), with each key's place in it.
+	counts hotHeap
+	at     map[string]int
 	window time.Duration
 	rate   float64 // reads a second that make a key hot
 	reads  atomic.Uint64
@@ -35,14 +37,51 @@ type hotKeys struct {
 }
 
 type hotCount struct {
+	key    string
 	n, err uint64
+}
+
+// hotHeap is a min-heap of counts by n; at follows each key's place.
+type hotHeap []hotCount
+
+// down moves the entry at i down to its place, keeping at up to date.
+func (hh hotHeap) down(i int, at map[string]int) {
+	for {
+		l := 2*i + 1
+		if l >= len(hh) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(hh) && hh[r].n < hh[l].n {
+			m = r
+		}
+		if hh[i].n <= hh[m].n {
+			break
+		}
+		hh[i], hh[m] = hh[m], hh[i]
+		at[hh[i].key], at[hh[m].key] = i, m
+		i = m
+	}
+}
+
+// up moves the entry at i up to its place, keeping at up to date.
+func (hh hotHeap) up(i int, at map[string]int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if hh[p].n <= hh[i].n {
+			break
+		}
+		hh[i], hh[p] = hh[p], hh[i]
+		at[hh[i].key], at[hh[p].key] = i, p
+		i = p
+	}
 }
 
 func newHotKeys(k int, rate float64, window time.Duration) *hotKeys {
 	if k <= 0 || rate <= 0 {
 		return nil
 	}
-	h := &hotKeys{k: k, counts: make(map[string]*hotCount, k), window: window, rate: rate, stop: make(chan struct{})}
+	h := &hotKeys{k: k, counts: make(hotHeap, 0, k), at: make(map[string]int, k), window: window, rate: rate, stop: make(chan struct{})}
 	h.hot.Store(&map[string]bool{})
 	h.last.Store(&[]HotKey{})
 	return h
@@ -74,7 +113,7 @@ func (h *hotKeys) close() {
 }
 
 // sampleEvery: one read in this many is counted (and the counts scaled
-// back), so that the sketch's lock and its scan for the least counted key
+// back), so that the sketch's lock and its update
 // cost a cold read next to nothing; a key read 100 times a second is still
 // sampled about 12 times in its window.
 const sampleEvery = 8
@@ -89,24 +128,23 @@ func (h *hotKeys) observe(key string) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if c, ok := h.counts[key]; ok {
-		c.n++
+	if i, ok := h.at[key]; ok {
+		h.counts[i].n++
+		h.counts.down(i, h.at)
 		return
 	}
 	if len(h.counts) < h.k {
-		h.counts[key] = &hotCount{n: 1}
+		h.counts = append(h.counts, hotCount{key: key, n: 1})
+		h.at[key] = len(h.counts) - 1
+		h.counts.up(len(h.counts)-1, h.at)
 		return
 	}
-	// Take over the least counted key.
-	var minKey string
-	min := uint64(math.MaxUint64)
-	for k, c := range h.counts {
-		if c.n < min {
-			minKey, min = k, c.n
-		}
-	}
-	delete(h.counts, minKey)
-	h.counts[key] = &hotCount{n: min + 1, err: min}
+	// Take over the least counted key, at the heap's root.
+	min := h.counts[0].n
+	delete(h.at, h.counts[0].key)
+	h.counts[0] = hotCount{key: key, n: min + 1, err: min}
+	h.at[key] = 0
+	h.counts.down(0, h.at)
 }
 
 // size is how many keys are hot now.
@@ -132,18 +170,18 @@ func (h *hotKeys) isHot(key string) bool {
 func (h *hotKeys) rotate() {
 	h.mu.Lock()
 	counts := h.counts
-	h.counts = make(map[string]*hotCount, h.k)
+	h.counts, h.at = make(hotHeap, 0, h.k), make(map[string]int, h.k)
 	h.mu.Unlock()
 	hot := map[string]bool{}
 	need := h.rate * h.window.Seconds() / sampleEvery
 	per := sampleEvery / h.window.Seconds() // reads a second per sampled read
 	last := make([]HotKey, 0, len(counts))
-	for k, c := range counts {
+	for _, c := range counts {
 		isHot := float64(c.n-c.err) >= need
 		if isHot {
-			hot[k] = true
+			hot[c.key] = true
 		}
-		last = append(last, HotKey{Key: k, Rate: float64(c.n) * per, Error: float64(c.err) * per, Hot: isHot})
+		last = append(last, HotKey{Key: c.key, Rate: float64(c.n) * per, Error: float64(c.err) * per, Hot: isHot})
 	}
 	slices.SortFunc(last, func(a, b HotKey) int { return cmp.Compare(b.Rate, a.Rate) })
 	h.hot.Store(&hot)
