@@ -26,7 +26,15 @@ func (v Counters) Decide(ctx context.Context, ids map[string]string, cands []cou
 func (v Counters) decide(ctx context.Context, req *counting.DecideRequest, decls map[string]*Declaration) []counting.Verdict {
 	ids, cands := req.Identities, req.Candidates
 	out := make([]counting.Verdict, len(cands))
-	p := plan{ids: ids, refs: make([][]int, len(cands)), at: map[[5]string]int{}}
+	// At most a query per cap: the queries are sized once (a Query is
+	// large, and growing the slice copied them all).
+	caps := 0
+	for _, c := range cands {
+		if d := decls[c.CID]; d != nil {
+			caps += len(d.Caps)
+		}
+	}
+	p := plan{ids: ids, refs: make([][]int, len(cands)), at: make(map[[5]string]int, caps), qs: make([]Query, 0, caps)}
 	if req.Reserved {
 		p.reserveEvent = v.Store.Limits().Events[0]
 	}
