@@ -12,9 +12,9 @@ package client
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	gojson "github.com/goccy/go-json"
 	"io"
 	"net/http"
 	"net/url"
@@ -262,8 +262,14 @@ type ref struct{ cand, cap int }
 // the error says why some are degraded (nil when none is).
 func (c *Client) Decide(ctx context.Context, ids Identities, cands []Candidate) ([]Decision, error) {
 	out := make([]Decision, len(cands))
-	var req counting.BatchRequest
-	var refs []ref
+	// An item per cap at most: sized once (a BatchItem is large, and
+	// growing the slice copied them all).
+	caps := 0
+	for _, cand := range cands {
+		caps += len(cand.Caps)
+	}
+	req := counting.BatchRequest{Items: make([]counting.BatchItem, 0, caps)}
+	refs := make([]ref, 0, caps)
 	for i, cand := range cands {
 		out[i] = Decision{CID: cand.CID, Allowed: true}
 		for j, cp := range cand.Caps {
@@ -398,7 +404,7 @@ func results[T any](ctx context.Context, h *httpReader, url string, req any) ([]
 // post sends req as JSON to u and decodes the answer into resp, whatever
 // its status, which it returns.
 func (h *httpReader) post(ctx context.Context, u string, req, resp any) (int, error) {
-	body, err := json.Marshal(req)
+	body, err := gojson.Marshal(req)
 	if err != nil {
 		return 0, err
 	}
@@ -412,7 +418,7 @@ func (h *httpReader) post(ctx context.Context, u string, req, resp any) (int, er
 		return 0, fmt.Errorf("freqcap client: %w", err)
 	}
 	defer hresp.Body.Close()
-	if err := json.NewDecoder(hresp.Body).Decode(resp); err != nil {
+	if err := gojson.NewDecoder(hresp.Body).Decode(resp); err != nil {
 		return 0, fmt.Errorf("freqcap client: %d answer: %w", hresp.StatusCode, err)
 	}
 	_, _ = io.Copy(io.Discard, hresp.Body) // keep the connection reusable
