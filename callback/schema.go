@@ -161,9 +161,11 @@ func candidates(sch *counting.Schema, form url.Values) map[string]string {
 
 // pickDimensions checks a notice's dimensions against the schema: those
 // the counter counts, each a valid id that is not an unsubstituted macro
-// or a test render, at least one.
+// or a test render, at least one. dims itself is answered when it holds
+// only those (as candidates makes them once the schema is known): a
+// notice's dimensions are not copied.
 func pickDimensions(sch *counting.Schema, dims map[string]string) (map[string]string, *rejection) {
-	out := make(map[string]string, len(dims))
+	kept := 0
 	for _, d := range sch.Dimensions {
 		v, ok := dims[d]
 		if !ok || v == "" {
@@ -175,10 +177,19 @@ func pickDimensions(sch *counting.Schema, dims map[string]string) (map[string]st
 		if !ids.ValidID(v) {
 			return nil, &rejection{"invalid", apierr.Invalid("%s must be %s", d, ids.IDRule)}
 		}
-		out[d] = v
+		kept++
 	}
-	if len(out) == 0 {
+	switch {
+	case kept == 0:
 		return nil, &rejection{"invalid", apierr.Invalid("at least one dimension is required (%s)", strings.Join(sch.Dimensions, ", "))}
+	case kept == len(dims):
+		return dims, nil
+	}
+	out := make(map[string]string, kept)
+	for _, d := range sch.Dimensions {
+		if v := dims[d]; v != "" {
+			out[d] = v
+		}
 	}
 	return out, nil
 }
