@@ -25,9 +25,9 @@ type hotKeys struct {
 	mu sync.Mutex
 	k  int
 	// counts is the sketch: a min-heap by count, so that the least counted
-	// key is taken over in O(log k), with each key's place in it.
+	// key is taken over in O(log k); at finds a key's count.
 	counts hotHeap
-	at     map[string]int
+	at     map[string]*hotCount
 	window time.Duration
 	rate   float64 // reads a second that make a key hot
 	reads  atomic.Uint64
@@ -36,43 +36,49 @@ type hotKeys struct {
 	stop   chan struct{}
 }
 
+// hotCount is a key's count, its error bound and its place in the heap.
 type hotCount struct {
 	key    string
 	n, err uint64
+	i      int
 }
 
-// hotHeap is a min-heap of counts by n; at follows each key's place.
-type hotHeap []hotCount
+// hotHeap is a min-heap of counts by n, each knowing its place.
+type hotHeap []*hotCount
 
-// down moves the entry at i down to its place, keeping at up to date.
-func (hh hotHeap) down(i int, at map[string]int) {
+// swap exchanges the counts at i and j and their places.
+func (hh hotHeap) swap(i, j int) {
+	hh[i], hh[j] = hh[j], hh[i]
+	hh[i].i, hh[j].i = i, j
+}
+
+// down moves the count at i down to its place.
+func (hh hotHeap) down(i int) {
 	for {
 		l := 2*i + 1
 		if l >= len(hh) {
-			break
+			return
 		}
 		m := l
 		if r := l + 1; r < len(hh) && hh[r].n < hh[l].n {
 			m = r
 		}
 		if hh[i].n <= hh[m].n {
-			break
+			return
 		}
-		hh[i], hh[m] = hh[m], hh[i]
-		at[hh[i].key], at[hh[m].key] = i, m
+		hh.swap(i, m)
 		i = m
 	}
 }
 
-// up moves the entry at i up to its place, keeping at up to date.
-func (hh hotHeap) up(i int, at map[string]int) {
+// up moves the count at i up to its place.
+func (hh hotHeap) up(i int) {
 	for i > 0 {
 		p := (i - 1) / 2
 		if hh[p].n <= hh[i].n {
-			break
+			return
 		}
-		hh[i], hh[p] = hh[p], hh[i]
-		at[hh[i].key], at[hh[p].key] = i, p
+		hh.swap(i, p)
 		i = p
 	}
 }
@@ -81,7 +87,7 @@ func newHotKeys(k int, rate float64, window time.Duration) *hotKeys {
 	if k <= 0 || rate <= 0 {
 		return nil
 	}
-	h := &hotKeys{k: k, counts: make(hotHeap, 0, k), at: make(map[string]int, k), window: window, rate: rate, stop: make(chan struct{})}
+	h := &hotKeys{k: k, counts: make(hotHeap, 0, k), at: make(map[string]*hotCount, k), window: window, rate: rate, stop: make(chan struct{})}
 	h.hot.Store(&map[string]bool{})
 	h.last.Store(&[]HotKey{})
 	return h
@@ -128,23 +134,25 @@ func (h *hotKeys) observe(key string) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if i, ok := h.at[key]; ok {
-		h.counts[i].n++
-		h.counts.down(i, h.at)
+	if c, ok := h.at[key]; ok {
+		c.n++
+		h.counts.down(c.i)
 		return
 	}
 	if len(h.counts) < h.k {
-		h.counts = append(h.counts, hotCount{key: key, n: 1})
-		h.at[key] = len(h.counts) - 1
-		h.counts.up(len(h.counts)-1, h.at)
+		c := &hotCount{key: key, n: 1, i: len(h.counts)}
+		h.counts = append(h.counts, c)
+		h.at[key] = c
+		h.counts.up(c.i)
 		return
 	}
 	// Take over the least counted key, at the heap's root.
-	min := h.counts[0].n
-	delete(h.at, h.counts[0].key)
-	h.counts[0] = hotCount{key: key, n: min + 1, err: min}
-	h.at[key] = 0
-	h.counts.down(0, h.at)
+	c := h.counts[0]
+	delete(h.at, c.key)
+	c.key, c.err = key, c.n
+	c.n++
+	h.at[key] = c
+	h.counts.down(0)
 }
 
 // size is how many keys are hot now.
@@ -170,7 +178,7 @@ func (h *hotKeys) isHot(key string) bool {
 func (h *hotKeys) rotate() {
 	h.mu.Lock()
 	counts := h.counts
-	h.counts, h.at = make(hotHeap, 0, h.k), make(map[string]int, h.k)
+	h.counts, h.at = make(hotHeap, 0, h.k), make(map[string]*hotCount, h.k)
 	h.mu.Unlock()
 	hot := map[string]bool{}
 	need := h.rate * h.window.Seconds() / sampleEvery

@@ -59,8 +59,8 @@ func TestHotKeysKeepsSpaceSavingsBounds(t *testing.T) {
 		}
 		var sum, least uint64 = 0, math.MaxUint64
 		for i, c := range h.counts {
-			if h.at[c.key] != i {
-				t.Fatalf("seed %d: %s at %d, placed at %d", seed, c.key, i, h.at[c.key])
+			if c.i != i || h.at[c.key] != c {
+				t.Fatalf("seed %d: %s at %d, says %d", seed, c.key, i, c.i)
 			}
 			if c.n-c.err > exact[c.key] || c.n < exact[c.key] {
 				t.Fatalf("seed %d: %s counted %d (error %d), read %d", seed, c.key, c.n, c.err, exact[c.key])
