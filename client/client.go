@@ -262,32 +262,10 @@ type ref struct{ cand, cap int }
 // the error says why some are degraded (nil when none is).
 func (c *Client) Decide(ctx context.Context, ids Identities, cands []Candidate) ([]Decision, error) {
 	out := make([]Decision, len(cands))
-	// An item per cap at most: sized once (a BatchItem is large, and
-	// growing the slice copied them all).
-	caps := 0
-	for _, cand := range cands {
-		caps += len(cand.Caps)
-	}
-	req := counting.BatchRequest{Items: make([]counting.BatchItem, 0, caps)}
-	refs := make([]ref, 0, caps)
 	for i, cand := range cands {
 		out[i] = Decision{CID: cand.CID, Allowed: true}
-		for j, cp := range cand.Caps {
-			id := ids[cp.Dim]
-			if id == "" {
-				continue // no identity in this dimension: nothing to count
-			}
-			it := counting.BatchItem{CID: cand.CID, Event: cand.Event, Dims: map[string]string{cp.Dim: id}}
-			for _, w := range cp.Windows {
-				it.WindowHours = append(it.WindowHours, w.Hours)
-			}
-			if cp.Pace != nil {
-				it.PaceWindowSec = int(cp.Pace.Window / time.Second)
-			}
-			req.Items = append(req.Items, it)
-			refs = append(refs, ref{i, j})
-		}
 	}
+	req, refs := decideItems(ids, cands)
 	if len(req.Items) == 0 {
 		return out, nil
 	}
@@ -325,6 +303,37 @@ func (c *Client) Decide(ctx context.Context, ids Identities, cands []Candidate) 
 		return out, fmt.Errorf("freqcap client: %d of %d counts degraded", degraded, len(refs))
 	}
 	return out, nil
+}
+
+// decideItems is the batch of counts Decide reads: an item per cap on a
+// dimension the request has an id for, each with its candidate and cap.
+func decideItems(ids Identities, cands []Candidate) (counting.BatchRequest, []ref) {
+	// An item per cap at most: sized once (a BatchItem is large, and
+	// growing the slice copied them all).
+	caps := 0
+	for _, cand := range cands {
+		caps += len(cand.Caps)
+	}
+	req := counting.BatchRequest{Items: make([]counting.BatchItem, 0, caps)}
+	refs := make([]ref, 0, caps)
+	for i, cand := range cands {
+		for j, cp := range cand.Caps {
+			id := ids[cp.Dim]
+			if id == "" {
+				continue // no identity in this dimension: nothing to count
+			}
+			it := counting.BatchItem{CID: cand.CID, Event: cand.Event, Dims: map[string]string{cp.Dim: id}}
+			for _, w := range cp.Windows {
+				it.WindowHours = append(it.WindowHours, w.Hours)
+			}
+			if cp.Pace != nil {
+				it.PaceWindowSec = int(cp.Pace.Window / time.Second)
+			}
+			req.Items = append(req.Items, it)
+			refs = append(refs, ref{i, j})
+		}
+	}
+	return req, refs
 }
 
 // block applies one cap to the counts read for it, in the order day,
