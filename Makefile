@@ -62,7 +62,7 @@ dashboard-check: test-tools
 
 ## fuzz: run every fuzz target for FUZZTIME (30s) each; make test runs their seed corpora
 FUZZTIME ?= 30s
-FUZZ_TARGETS := ./counter:FuzzParseQuery ./counter:FuzzDecodeBatch ./callback:FuzzParseNotice ./callback:FuzzJournalEntry ./shared/signing:FuzzVerify
+FUZZ_TARGETS := ./counter:FuzzParseQuery ./counter:FuzzDecodeBatch ./counter:FuzzBatchJSON ./counter:FuzzConnectJSON ./callback:FuzzParseNotice ./callback:FuzzJournalEntry ./shared/signing:FuzzVerify
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$fn ($$pkg, $(FUZZTIME))"; \
