@@ -43,6 +43,14 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// span is the least and the greatest of v (0, 0 when empty).
+func span(v []float64) (lo, hi float64) {
+	if len(v) == 0 {
+		return 0, 0
+	}
+	return slices.Min(v), slices.Max(v)
+}
+
 func (r *report) med(name string, f func(result) float64) float64 {
 	var v []float64
 	for _, res := range r.runs[name] {
@@ -130,7 +138,9 @@ func (r *report) markdown() string {
 	if r.settings.journalOwn {
 		b.WriteString("- callback's journal in a redis-server of its own (BENCH_JOURNAL_REDIS=own, CALLBACK_JOURNAL_REDIS_URL); the Redis CPU column adds both\n")
 	}
-	fmt.Fprintf(&b, "- baseline (bare net/http, 13 bytes): median %.0f req/s\n\n", median(r.baselines))
+	lo, hi := span(r.baselines)
+	fmt.Fprintf(&b, "- baseline (bare net/http, 13 bytes): median %.0f req/s, %.0f-%.0f across the runs before each scenario; a ratio is each round's scenario over its own baseline, the rounds' in brackets\n\n",
+		median(r.baselines), lo, hi)
 	b.WriteString("| scenario | throughput | vs baseline | p50 | p99 | p99.9 | CPU % counter / callback / redis / load | target | met | notes |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, name := range r.order {
@@ -158,6 +168,14 @@ func (r *report) markdown() string {
 		ratio := "-"
 		if runs[0].ratio > 0 {
 			ratio = fmt.Sprintf("%.2f", r.med(name, func(x result) float64 { return x.ratio }))
+			if len(runs) > 1 {
+				// Each round's own: how far the median can be trusted.
+				each := make([]string, len(runs))
+				for i, x := range runs {
+					each[i] = fmt.Sprintf("%.2f", x.ratio)
+				}
+				ratio += " (" + strings.Join(each, " / ") + ")"
+			}
 		}
 		p999 := "-"
 		if runs[0].p999 > 0 {
