@@ -119,9 +119,9 @@ func (h *hotKeys) close() {
 }
 
 // sampleEvery: one read in this many is counted (and the counts scaled
-// back), so that the sketch's lock and its update
-// cost a cold read next to nothing; a key read 100 times a second is still
-// sampled about 12 times in its window.
+// back), so that the sketch's lock and its update cost a cold read next
+// to nothing; a key read 100 times a second is still sampled about 12
+// times in its window.
 const sampleEvery = 8
 
 // sample reports whether this read is one the sketch counts.
