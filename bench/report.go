@@ -144,49 +144,7 @@ func (r *report) markdown() string {
 	b.WriteString("| scenario | throughput | vs baseline | p50 | p99 | p99.9 | CPU % counter / callback / redis / load | target | met | notes |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, name := range r.order {
-		runs := r.runs[name]
-		unit := units[name]
-		if unit == "" {
-			unit = "req/s"
-		}
-		cpu := func(p string) string {
-			// The journal's own Redis (BENCH_JOURNAL_REDIS=own) counts
-			// with Redis.
-			return fmt.Sprintf("%.0f", r.med(name, func(x result) float64 { return x.cpu[p] + x.cpu["journal-"+p] }))
-		}
-		load := "wrk"
-		switch {
-		case name == "redis-script":
-			load = "redis-benchmark"
-		case strings.HasPrefix(name, "latency"), strings.HasPrefix(name, "decide"):
-			load = "" // vegeta runs inside the bench process
-		}
-		loadCPU := "-"
-		if load != "" {
-			loadCPU = cpu(load)
-		}
-		ratio := "-"
-		if runs[0].ratio > 0 {
-			ratio = fmt.Sprintf("%.2f", r.med(name, func(x result) float64 { return x.ratio }))
-			if len(runs) > 1 {
-				// Each round's own: how far the median can be trusted.
-				each := make([]string, len(runs))
-				for i, x := range runs {
-					each[i] = fmt.Sprintf("%.2f", x.ratio)
-				}
-				ratio += " (" + strings.Join(each, " / ") + ")"
-			}
-		}
-		p999 := "-"
-		if runs[0].p999 > 0 {
-			p999 = ms(medDur(r, name, func(x result) time.Duration { return x.p999 }))
-		}
-		goal, met := r.target(name)
-		fmt.Fprintf(&b, "| %s | %.0f %s | %s | %s | %s | %s | %s / %s / %s / %s | %s | %s | %s |\n",
-			name, r.med(name, func(x result) float64 { return x.rate }), unit, ratio,
-			ms(medDur(r, name, func(x result) time.Duration { return x.p50 })),
-			ms(medDur(r, name, func(x result) time.Duration { return x.p99 })), p999,
-			cpu("counter"), cpu("callback"), cpu("redis"), loadCPU, goal, met, runs[len(runs)-1].note)
+		b.WriteString(r.row(name))
 	}
 	met := "no"
 	if r.bytesPerCounter <= 340 {
@@ -196,6 +154,54 @@ func (r *report) markdown() string {
 		r.settings.fill, r.bytesPerCounter, met)
 	b.WriteString("\nCPU profiles of round 1 are in `bench/out/profiles/` (`go tool pprof -top bench/out/profiles/<scenario>-counter.pprof`).\n")
 	return b.String()
+}
+
+// row is a scenario's line of the table: its medians, each round's ratio,
+// its target and whether it is met.
+func (r *report) row(name string) string {
+	runs := r.runs[name]
+	unit := units[name]
+	if unit == "" {
+		unit = "req/s"
+	}
+	cpu := func(p string) string {
+		// The journal's own Redis (BENCH_JOURNAL_REDIS=own) counts
+		// with Redis.
+		return fmt.Sprintf("%.0f", r.med(name, func(x result) float64 { return x.cpu[p] + x.cpu["journal-"+p] }))
+	}
+	load := "wrk"
+	switch {
+	case name == "redis-script":
+		load = "redis-benchmark"
+	case strings.HasPrefix(name, "latency"), strings.HasPrefix(name, "decide"):
+		load = "" // vegeta runs inside the bench process
+	}
+	loadCPU := "-"
+	if load != "" {
+		loadCPU = cpu(load)
+	}
+	ratio := "-"
+	if runs[0].ratio > 0 {
+		ratio = fmt.Sprintf("%.2f", r.med(name, func(x result) float64 { return x.ratio }))
+		if len(runs) > 1 {
+			// Each round's own: how far the median can be trusted.
+			each := make([]string, len(runs))
+			for i, x := range runs {
+				each[i] = fmt.Sprintf("%.2f", x.ratio)
+			}
+			ratio += " (" + strings.Join(each, " / ") + ")"
+		}
+	}
+	p999 := "-"
+	if runs[0].p999 > 0 {
+		p999 = ms(medDur(r, name, func(x result) time.Duration { return x.p999 }))
+	}
+	goal, met := r.target(name)
+	return fmt.Sprintf("| %s | %.0f %s | %s | %s | %s | %s | %s / %s / %s / %s | %s | %s | %s |\n",
+		name, r.med(name, func(x result) float64 { return x.rate }), unit, ratio,
+		ms(medDur(r, name, func(x result) time.Duration { return x.p50 })),
+		ms(medDur(r, name, func(x result) time.Duration { return x.p99 })), p999,
+		cpu("counter"), cpu("callback"), cpu("redis"), loadCPU, goal, met, runs[len(runs)-1].note)
 }
 
 // target is a scenario's target and whether the medians meet it, "-"
