@@ -85,10 +85,8 @@ func (s *Store) env() *env {
 // batch is given its hand-off context (deadline.Handoff).
 func (s *Store) Write(ctx context.Context, items []counting.Item) []counting.Result {
 	j := &writeJob{ctx: deadline.Handoff(ctx), items: items, done: make(chan []counting.Result, 1)}
-	select {
-	case s.writeJobs <- j:
-	case <-ctx.Done():
-		return s.failWrite(len(items), ctx.Err())
+	if err := deadline.Send(s.writeJobs, j, ctx); err != nil {
+		return s.failWrite(len(items), err)
 	}
 	res, ok, err := deadline.Wait(j.done, ctx)
 	if !ok {

@@ -95,20 +95,54 @@ func Wait[T any](done <-chan T, ctx context.Context) (v T, ok bool, err error) {
 		return v, true, nil
 	case <-ctx.Done():
 	}
+	left, stop, err := rest(ctx)
+	if left == nil {
+		return v, false, err
+	}
+	defer stop()
+	select {
+	case v = <-done:
+		return v, true, nil
+	case <-left:
+		return v, false, err
+	}
+}
+
+// Send sends v on ch until ctx's deadline, as Wait waits: nil once sent,
+// else why not.
+func Send[T any](ch chan<- T, v T, ctx context.Context) error {
+	select {
+	case ch <- v:
+		return nil
+	case <-ctx.Done():
+	}
+	left, stop, err := rest(ctx)
+	if left == nil {
+		return err
+	}
+	defer stop()
+	select {
+	case ch <- v:
+		return nil
+	case <-left:
+		return err
+	}
+}
+
+// rest is, once ctx is done, what is left of its call's deadline: for a
+// context of Within that ended at its tick's start, a timer for the rest
+// (stop releases it); otherwise none, and err is why ctx ended.
+func rest(ctx context.Context) (left <-chan time.Time, stop func(), err error) {
 	b, shared := ctx.(*tickBound)
 	if !shared {
-		return v, false, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
-	if left := time.Until(b.due); left > 0 {
-		t := time.NewTimer(left)
-		defer t.Stop()
-		select {
-		case v = <-done:
-			return v, true, nil
-		case <-t.C:
-		}
+	d := time.Until(b.due)
+	if d <= 0 {
+		return nil, nil, context.DeadlineExceeded
 	}
-	return v, false, context.DeadlineExceeded
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }, context.DeadlineExceeded
 }
 
 // Passed reports whether ctx's deadline has passed: for a context of
@@ -155,13 +189,9 @@ var shared sync.Map // time.Duration -> *Shared
 // Within is context.WithTimeout(parent, timeout) through the process's
 // Shared for timeout (see Shared.Within): for the calls of a hot path.
 func Within(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	return sharedFor(timeout).Within(parent)
-}
-
-func sharedFor(timeout time.Duration) *Shared {
 	s, ok := shared.Load(timeout)
 	if !ok {
 		s, _ = shared.LoadOrStore(timeout, NewShared(timeout))
 	}
-	return s.(*Shared)
+	return s.(*Shared).Within(parent)
 }

@@ -196,3 +196,37 @@ func BenchmarkWithin(b *testing.B) {
 		}
 	})
 }
+
+// TestSendKeepsTheDeadlineToTheInstant: a send that no one takes ends at
+// the deadline asked for, not at its tick's start; one taken between the
+// two is sent.
+func TestSendKeepsTheDeadlineToTheInstant(t *testing.T) {
+	s := NewShared(160 * time.Millisecond) // a tick of 10 ms
+	var ctx context.Context
+	for {
+		ctx, _ = s.Within(context.Background())
+		if e, _ := ctx.Deadline(); ctx.(*tickBound).due.Sub(e) >= 4*time.Millisecond {
+			break
+		}
+	}
+	ch := make(chan int)
+	got := make(chan int, 1)
+	go func() {
+		<-ctx.Done()
+		got <- <-ch
+	}()
+	if err := Send(ch, 7, ctx); err != nil || <-got != 7 {
+		t.Fatalf("a send taken between the tick's start and the deadline: %v", err)
+	}
+
+	ctx, _ = s.Within(context.Background())
+	due := ctx.(*tickBound).due
+	if err := Send(make(chan int), 7, ctx); !errors.Is(err, context.DeadlineExceeded) || time.Now().Before(due) {
+		t.Fatalf("a send no one takes: %v, %v before the deadline", err, time.Until(due))
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Send(make(chan int), 7, cctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled context's send: %v", err)
+	}
+}
