@@ -107,15 +107,7 @@ func TestAHandoffStraddlesTheDeadline(t *testing.T) {
 // none at all ends the wait at the deadline, not at the tick's start.
 func TestWaitKeepsTheDeadlineToTheInstant(t *testing.T) {
 	s := NewShared(160 * time.Millisecond) // a tick of 10 ms
-	var ctx context.Context
-	for {
-		// A call whose deadline falls late enough in its tick to leave
-		// room between the two.
-		ctx, _ = s.Within(context.Background())
-		if e, _ := ctx.Deadline(); ctx.(*tickBound).due.Sub(e) >= 4*time.Millisecond {
-			break
-		}
-	}
+	ctx := lateInTick(s)
 	done := make(chan int, 1)
 	go func() {
 		<-ctx.Done()
@@ -202,13 +194,7 @@ func BenchmarkWithin(b *testing.B) {
 // two is sent.
 func TestSendKeepsTheDeadlineToTheInstant(t *testing.T) {
 	s := NewShared(160 * time.Millisecond) // a tick of 10 ms
-	var ctx context.Context
-	for {
-		ctx, _ = s.Within(context.Background())
-		if e, _ := ctx.Deadline(); ctx.(*tickBound).due.Sub(e) >= 4*time.Millisecond {
-			break
-		}
-	}
+	ctx := lateInTick(s)
 	ch := make(chan int)
 	got := make(chan int, 1)
 	go func() {
@@ -228,5 +214,16 @@ func TestSendKeepsTheDeadlineToTheInstant(t *testing.T) {
 	cancel()
 	if err := Send(make(chan int), 7, cctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled context's send: %v", err)
+	}
+}
+
+// lateInTick is a call of s whose deadline falls late enough in its tick
+// (4 ms or more after the tick's start) to leave room between the two.
+func lateInTick(s *Shared) context.Context {
+	for {
+		ctx, _ := s.Within(context.Background())
+		if e, _ := ctx.Deadline(); ctx.(*tickBound).due.Sub(e) >= 4*time.Millisecond {
+			return ctx
+		}
 	}
 }
