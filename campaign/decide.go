@@ -387,7 +387,15 @@ func (c *HashCache[T]) Get(key string, m map[string]string, parse func(map[strin
 	c.mu.RLock()
 	e, ok := c.m[key]
 	c.mu.RUnlock()
+	if ok && core.SameHash(e.hash, m) {
+		return e.v, nil
+	}
 	if ok && maps.Equal(e.hash, m) {
+		// The same fields in another map (one read before the client-side
+		// cache held it): keep this one, which the next reads share.
+		c.mu.Lock()
+		c.m[key] = hashEntry[T]{hash: m, v: e.v}
+		c.mu.Unlock()
 		return e.v, nil
 	}
 	v, err := parse(m)

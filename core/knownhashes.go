@@ -40,9 +40,15 @@ func (k *knownHashes) remember(keys []string, hs []map[string]string, now time.T
 		k.dropOldest(now)
 	}
 	for i, key := range keys {
-		if hs[i] != nil {
-			k.m[key] = knownHash{hs[i], now}
+		if hs[i] == nil {
+			continue
 		}
+		// The same cached map, remembered moments ago: its age is off by
+		// at most rememberedWithin, as a last-known count's.
+		if e, ok := k.m[key]; ok && SameHash(e.h, hs[i]) && now.Sub(e.at) < time.Duration(rememberedWithin) {
+			continue
+		}
+		k.m[key] = knownHash{hs[i], now}
 	}
 }
 

@@ -31,19 +31,31 @@ type LocalCache struct {
 	maxBytes int
 }
 
-// localEntry is one cached answer, and for a counter's hour buckets
-// (HGETALL) the buckets decoded once, when the answer came, for every
-// read until Redis invalidates it.
+// localEntry is one cached answer, decoded once, when the answer came,
+// for every read until Redis invalidates it: a counter's hour buckets
+// (HGETALL of hfreq:), or any other whole hash (a campaign's declaration,
+// which Hashes answers).
 type localEntry struct {
 	msg     rueidis.RedisMessage
 	buckets []bucket
+	hash    map[string]string // shared by every reader: never changed
 }
 
 // newLocalEntry decodes what a read of key will want decoded.
 func newLocalEntry(key string, val rueidis.RedisMessage) localEntry {
 	e := localEntry{msg: val}
-	if strings.HasSuffix(key, "HGETALL") {
+	if !strings.HasSuffix(key, "HGETALL") {
+		return e
+	}
+	if strings.HasPrefix(key, "hfreq:") {
 		e.buckets, _ = hourBuckets([]rueidis.RedisResult{rueidis.NewResult(val, nil)})
+		return e
+	}
+	if m, err := val.AsStrMap(); err == nil {
+		if m == nil {
+			m = map[string]string{}
+		}
+		e.hash = m
 	}
 	return e
 }
@@ -112,6 +124,29 @@ func (c *LocalCache) lookupItems(items []counting.Item, at []span, now time.Time
 	return res, buckets, true
 }
 
+// lookupHashes sets each nil out[i] to the whole hash at keys[i] from the
+// table, when its HGETALL's answer is there and within its client-side
+// TTL (an absent hash is an empty map), and answers how many it set. The
+// maps are shared by every reader until Redis invalidates them: never
+// change one.
+func (c *LocalCache) lookupHashes(keys []string, now time.Time, out []map[string]string) (found int) {
+	var buf [160]byte
+	ms := now.UnixMilli()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for i, key := range keys {
+		if out[i] != nil {
+			continue
+		}
+		name := append(append(buf[:0], key...), "HGETALL"...)
+		if v, hit := c.m[string(name)]; hit && v.hash != nil && v.msg.CachePXAT() > ms {
+			out[i] = v.hash
+			found++
+		}
+	}
+	return found
+}
+
 // size is how many answers the table holds.
 func (c *LocalCache) size() int {
 	c.mu.RLock()
@@ -171,7 +206,11 @@ func (s simpleCache) Flush() {
 	c.bytes = 0
 }
 
+// hashFieldBytes is about what a decoded hash's map adds per field (its
+// slot and the two string headers; the strings are the answer's own).
+const hashFieldBytes = 48
+
 // entryBytes is what one answer costs the table.
 func entryBytes(key string, e localEntry) int {
-	return len(key) + e.msg.CacheSize() + len(e.buckets)*int(unsafe.Sizeof(bucket{}))
+	return len(key) + e.msg.CacheSize() + len(e.buckets)*int(unsafe.Sizeof(bucket{})) + len(e.hash)*hashFieldBytes
 }

@@ -19,18 +19,7 @@ import (
 // gives it, an invalidation from Redis removes it, and a connection that
 // breaks flushes the table.
 func TestLocalCacheHoldsWhatRueidisCaches(t *testing.T) {
-	srv := redistest.Start(t)
-	lc := NewLocalCache(0)
-	rdb, err := redisconn.Open(srv.URL(), lc.Install)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	other, err := redisconn.Open(srv.URL(), func(o *rueidis.ClientOption) { o.DisableCache = true })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	srv, lc, rdb, other := cachingClient(t)
 	ctx := context.Background()
 	b := rdb.B()
 	// rueidis recycles what it sent: every use builds them anew.
@@ -215,4 +204,77 @@ func waitUntil(t *testing.T, ok func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestHashesAnswersFromTheLocalCache checks that a hash the process's
+// client-side cache holds is answered from it, decoded once (every read
+// shares one map until Redis invalidates it), that an edit made elsewhere
+// reaches the next read, and that an absent hash reads as an empty map
+// either way.
+func TestHashesAnswersFromTheLocalCache(t *testing.T) {
+	_, lc, rdb, other := cachingClient(t)
+	ctx := context.Background()
+	hset := func(v string) {
+		t.Helper()
+		if err := other.Do(ctx, other.B().Hset().Key("campaign:h1").FieldValue().FieldValue("caps", v).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hset("a")
+	s := NewStore(rdb, Options{Cache: lc}, nil)
+	keys := []string{"campaign:h1", "campaign:absent"}
+	read := func() []map[string]string {
+		t.Helper()
+		hs, ages, err := s.Hashes(ctx, keys)
+		if err != nil || ages != nil {
+			t.Fatalf("Hashes: %v (ages %v)", err, ages)
+		}
+		return hs
+	}
+	first := read()
+	if first[0]["caps"] != "a" || first[1] == nil || len(first[1]) != 0 {
+		t.Fatalf("first read %v, want caps=a and an empty map", first)
+	}
+	// The answers are in the table now: the next reads share its maps.
+	waitUntil(t, func() bool { hs := read(); return SameHash(hs[0], read()[0]) })
+	hs := read()
+	if hs[0]["caps"] != "a" || hs[1] == nil || len(hs[1]) != 0 {
+		t.Fatalf("cached read %v, want caps=a and an empty map", hs)
+	}
+	if lc.lookupHashes(keys, time.Now(), make([]map[string]string, 2)) != 2 {
+		t.Error("the table does not hold both hashes")
+	}
+	if SameHash(hs[0], hs[1]) {
+		t.Error("two hashes answered one map")
+	}
+	// Past the client-side TTL, nothing is answered from the table.
+	if n := lc.lookupHashes(keys, time.Now().Add(Defaults.CacheTTL+time.Second), make([]map[string]string, 2)); n != 0 {
+		t.Errorf("%d hashes answered past their client-side TTL", n)
+	}
+
+	hset("b")
+	waitUntil(t, func() bool { return read()[0]["caps"] == "b" })
+	if read()[0]["caps"] != "b" {
+		t.Error("an edit was answered and then lost")
+	}
+}
+
+// cachingClient starts a Redis and opens a client caching in a new local
+// table, and another that caches nothing (to change what the first has
+// cached).
+func cachingClient(t *testing.T) (*redistest.Server, *LocalCache, rueidis.Client, rueidis.Client) {
+	t.Helper()
+	srv := redistest.Start(t)
+	lc := NewLocalCache(0)
+	rdb, err := redisconn.Open(srv.URL(), lc.Install)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rdb.Close)
+	other, err := redisconn.Open(srv.URL(), func(o *rueidis.ClientOption) { o.DisableCache = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	return srv, lc, rdb, other
 }
