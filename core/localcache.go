@@ -147,6 +147,24 @@ func (c *LocalCache) lookupHashes(keys []string, now time.Time, out []map[string
 	return found
 }
 
+// lookupItem answers one item from the table by its kind's local name,
+// with its decoded hour buckets (nil for other answers); false when it is
+// not there, past its client-side TTL, or not one cached command.
+func (c *LocalCache) lookupItem(it *counting.Item, ms int64) (rueidis.RedisResult, []bucket, bool) {
+	var buf [160]byte
+	name, one := appendLocalName(buf[:0], it)
+	if !one {
+		return rueidis.RedisResult{}, nil, false
+	}
+	c.mu.RLock()
+	v, hit := c.m[string(name)]
+	c.mu.RUnlock()
+	if !hit || v.msg.CachePXAT() <= ms {
+		return rueidis.RedisResult{}, nil, false
+	}
+	return rueidis.NewResult(v.msg, nil), v.buckets, true
+}
+
 // size is how many answers the table holds.
 func (c *LocalCache) size() int {
 	c.mu.RLock()

@@ -278,3 +278,50 @@ func cachingClient(t *testing.T) (*redistest.Server, *LocalCache, rueidis.Client
 	t.Cleanup(other.Close)
 	return srv, lc, rdb, other
 }
+
+// TestAReadTakesWhatTheTableHolds checks that a read whose counts are
+// partly in the process's table (a bundle's, beside a new device's) takes
+// those from the table and sends Redis only the rest, and that every count
+// it answers is right.
+func TestAReadTakesWhatTheTableHolds(t *testing.T) {
+	_, lc, rdb, _ := cachingClient(t)
+	s := NewStore(rdb, Options{Cache: lc, WriteTimeout: 5 * time.Second, ReadTimeout: time.Second}, nil)
+	defer s.Close()
+	ctx := context.Background()
+	item := func(dim, id string, kind counting.Kind, span int64) counting.Item {
+		return counting.Item{Scope: counting.Scope{Campaign: "42", Event: "win"}, Subject: counting.Subject{Dim: dim, ID: id},
+			Spec: counting.Spec{Kind: kind, Span: span}, Hits: 1}
+	}
+	bundleDay, bundleHours := item("bundle", "com.x", counting.Day, 1), item("bundle", "com.x", counting.Hours, 3)
+	deviceDay := item("device", "d1", counting.Day, 1)
+	for _, w := range [][]counting.Item{{bundleDay, bundleHours}, {bundleDay, bundleHours}, {deviceDay}} {
+		for _, r := range s.Write(ctx, w) {
+			if r.Degraded || r.Code != 0 {
+				t.Fatalf("write: %+v", r)
+			}
+		}
+	}
+	bundle := []counting.Item{bundleDay, bundleHours}
+	for i := range bundle {
+		bundle[i].Hits = 0
+	}
+	// The bundle's counts go through client-side caching and stay in the
+	// table.
+	s.Read(ctx, bundle)
+	waitUntil(t, func() bool {
+		_, _, day := lc.lookupItem(&bundle[0], time.Now().UnixMilli())
+		_, _, hours := lc.lookupItem(&bundle[1], time.Now().UnixMilli())
+		return day && hours
+	})
+	items := []counting.Item{deviceDay, bundle[0], bundle[1]}
+	items[0].Hits = 0
+	p := s.plan(items, s.env(), nil)
+	if len(p.cached) != 0 || len(p.local) != 2 || p.at[1].src != fromLocal || p.at[2].src != fromLocal || p.at[0].src != fromDirect {
+		t.Fatalf("plan: %d cached commands, %d local answers, spans %+v; want the bundle's two from the table, the device's from Redis", len(p.cached), len(p.local), p.at)
+	}
+	for i, r := range s.Read(ctx, items) {
+		if want := []int64{1, 2, 2}[i]; r.Count != want || r.Degraded || r.Stale {
+			t.Errorf("item %d (%s %s): %+v, want count %d", i, items[i].Subject.Dim, items[i].Spec.Kind, r, want)
+		}
+	}
+}

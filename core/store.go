@@ -563,6 +563,13 @@ func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []co
 		return res, false
 	}
 	p := s.plan(items, e, through)
+	if len(p.local) > 0 {
+		s.metrics.Cache(len(p.local), 0)
+	}
+	if len(p.cached) == 0 && len(p.direct) == 0 {
+		// The table held every answer after all.
+		return s.answer(items, p.e, p.at, p.buckets, answers{local: p.local}), false
+	}
 	// One timer per tick of the reads of the moment, not one per read, and
 	// the deadline kept to the instant (deadline.Handoff and Wait).
 	ctx, cancel := deadline.Within(ctx, s.readTimeout)
@@ -632,19 +639,32 @@ func (s *Store) degrade(r *counting.Result, err error) {
 	*r = counting.Result{Code: s.code(err), Msg: "counts unavailable, answered 0: " + firstLine(err), Allowed: true, Degraded: true}
 }
 
-// span is where one item's commands sit in the cached or direct list.
+// span is where one item's answers sit: in the plan's local answers, the
+// cached commands' or the direct ones'.
 type span struct {
-	cached   bool
+	src      source
 	from, to int
 }
 
+// source is which list a span indexes.
+type source uint8
+
+const (
+	fromDirect source = iota
+	fromCached
+	fromLocal
+)
+
 // readPlan is the commands of one read: those through client-side caching,
-// those straight to Redis, and where each item's are.
+// those straight to Redis, the answers the process's table already held
+// (with their decoded hour buckets), and where each item's are.
 type readPlan struct {
-	e      *env
-	cached []rueidis.CacheableTTL
-	direct rueidis.Commands
-	at     []span
+	e       *env
+	cached  []rueidis.CacheableTTL
+	direct  rueidis.Commands
+	local   []rueidis.RedisResult
+	buckets [][]bucket // of local
+	at      []span
 }
 
 // plan builds the commands that read items; through, when not nil, says
@@ -656,15 +676,26 @@ func (s *Store) plan(items []counting.Item, e *env, through []bool) *readPlan {
 		direct: make(rueidis.Commands, 0, 2*len(items)),
 		at:     make([]span, len(items)),
 	}
+	ms := s.localNow(e).UnixMilli()
 	for i := range items {
 		it := &items[i]
 		if i > 0 && sameHours(&items[i-1], it) {
 			p.at[i] = p.at[i-1] // the previous window's HGETALL holds this one's hours
 			continue
 		}
+		th := through != nil && through[i] || through == nil && s.throughCache(it)
+		if th && s.local != nil {
+			// Already in the process's table (a bundle's count beside a new
+			// device's, say): answered from there, not through rueidis.
+			if r, bs, ok := s.local.lookupItem(it, ms); ok {
+				p.at[i] = span{src: fromLocal, from: len(p.local), to: len(p.local) + 1}
+				p.local, p.buckets = append(p.local, r), append(p.buckets, bs)
+				continue
+			}
+		}
 		cmds, cacheable := kinds[it.Spec.Kind].read(it, p.e)
-		if cacheable && (through != nil && through[i] || through == nil && s.throughCache(it)) {
-			p.at[i] = span{cached: true, from: len(p.cached), to: len(p.cached) + len(cmds)}
+		if cacheable && th {
+			p.at[i] = span{src: fromCached, from: len(p.cached), to: len(p.cached) + len(cmds)}
 			for _, c := range cmds {
 				p.cached = append(p.cached, rueidis.CT(c, s.cacheTTL))
 			}
@@ -712,41 +743,54 @@ func (s *Store) readLocal(items []counting.Item, e *env) (res []counting.Result,
 			at = append(at, at[i-1])
 			continue
 		}
-		at = append(at, span{cached: true, from: n, to: n + 1})
+		at = append(at, span{src: fromLocal, from: n, to: n + 1})
 		n++
 	}
-	// Client-side TTLs are wall-clock instants: the call's own instant
-	// serves unless a test stands the store elsewhere in time.
-	now := e.now
-	if !s.wallClock {
-		now = time.Now()
-	}
-	rs, buckets, ok := s.local.lookupItems(items, at, now, bucketsBuf[:0])
+	rs, buckets, ok := s.local.lookupItems(items, at, s.localNow(e), bucketsBuf[:0])
 	if !ok {
 		return nil, slices.Clone(th), false
 	}
 	s.metrics.Cache(len(rs), 0)
-	return s.answer(items, e, at, buckets, rs, nil), nil, true
+	return s.answer(items, e, at, buckets, answers{local: rs}), nil, true
+}
+
+// localNow is the instant client-side TTLs are compared with: they are
+// wall-clock instants, so the call's own instant serves unless a test
+// stands the store elsewhere in time.
+func (s *Store) localNow(e *env) time.Time {
+	if !s.wallClock {
+		return time.Now()
+	}
+	return e.now
 }
 
 // read sends a plan's commands to Redis and answers from what came back.
 func (s *Store) read(ctx context.Context, items []counting.Item, p *readPlan) []counting.Result {
-	cachedRes, directRes := s.send(ctx, p.cached, p.direct)
-	return s.answer(items, p.e, p.at, nil, cachedRes, directRes)
+	cached, direct := s.send(ctx, p.cached, p.direct)
+	return s.answer(items, p.e, p.at, p.buckets, answers{direct: direct, cached: cached, local: p.local})
 }
 
+// answers are a read's answers: its direct and cached commands' from
+// Redis, and those the process's table held.
+type answers struct{ direct, cached, local []rueidis.RedisResult }
+
 // answer decodes each item's answers (at[i]: where item i's are) and
-// remembers them (last-known values). buckets, when not nil, are the
-// cached answers' hour buckets as the local cache decoded them.
-func (s *Store) answer(items []counting.Item, e *env, at []span, buckets [][]bucket, cachedRes, directRes []rueidis.RedisResult) []counting.Result {
+// remembers them (last-known values). buckets are the local answers' hour
+// buckets, as the table decoded them. (Each slice is its own argument:
+// what reaches a kind's got leaves for the heap, and at and buckets need
+// not.)
+func (s *Store) answer(items []counting.Item, e *env, at []span, buckets [][]bucket, got answers) []counting.Result {
 	res := make([]counting.Result, len(items))
 	for i := range items {
-		rs := directRes
-		if at[i].cached {
-			rs = cachedRes
+		rs := got.direct
+		switch at[i].src {
+		case fromCached:
+			rs = got.cached
+		case fromLocal:
+			rs = got.local
 		}
 		rs = rs[at[i].from:at[i].to]
-		if buckets != nil {
+		if at[i].src == fromLocal {
 			e.hoursMemo.decoded(&rs[0], buckets[at[i].from])
 		}
 		r := &res[i]
