@@ -454,13 +454,21 @@ func (s *Store) Read(ctx context.Context, items []counting.Item) []counting.Resu
 }
 
 // readOrSkip reads items from Redis, or, while Redis has answered no read
-// in time (a stall), answers them failed at once. During a stall a PING
+// in time (a stall), answers them from the process's table when it holds
+// them all, else failed at once. During a stall a PING
 // goes to Redis at most every probeEvery, one at a time; its answer ends
 // the stall. A stall begins with a read that ran out of time (or found no
 // connection) with every item failed; on a Cluster, a PING any live node
 // answers ends it.
 func (s *Store) readOrSkip(ctx context.Context, items []counting.Item) []counting.Result {
 	if s.stalled() {
+		// What the process's table holds is as fresh as it is outside a
+		// stall: Redis's invalidations come on the connection that read
+		// it, a connection that breaks empties the table, and an answer
+		// lives at most the client-side TTL.
+		if res, _, ok := s.readLocal(items, s.env()); ok {
+			return res
+		}
 		s.metrics.RedisError("read")
 		return s.failAll(len(items), errStalled)
 	}

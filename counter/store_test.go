@@ -673,3 +673,45 @@ func TestConcurrentWritesShareBatches(t *testing.T) {
 		t.Logf("%d concurrent writes of one bundle took %d runs", n, runs)
 	}
 }
+
+// During a stall, a read whose counts are all in the process's
+// client-side cache (a bundle's) is answered from it, fresh, as outside a
+// stall; a device's read is not waited on.
+func TestAStallAnswersWhatTheTableHolds(t *testing.T) {
+	srv := redistest.Start(t)
+	st, _ := testStore(t, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=300ms", "COUNTER_STALE_MAX=60s")
+	ctx := context.Background()
+	bundle := []Query{{CID: "1", Event: "win", Windows: []int{3}, Dims: []Dim{{Name: "bundle", ID: "com.stall"}}}}
+	device := []Query{{CID: "1", Event: "win", Dims: []Dim{{Name: "device", ID: "stall"}}}}
+	mustIncr(t, st, bundle[0])
+	mustIncr(t, st, bundle[0])
+	mustIncr(t, st, device[0])
+	// Read until the bundle's counts are answered from the table (its
+	// first read fills it): a read that is all cache hits.
+	waitFor(t, 5*time.Second, func() bool {
+		hits, misses := testutilCount(st.m.cacheHits), testutilCount(st.m.cacheMisses)
+		r := st.Read(ctx, bundle)[0]
+		return r.Err == nil && r.Counts[0].Day == 2 && testutilCount(st.m.cacheHits) > hits && testutilCount(st.m.cacheMisses) == misses
+	})
+	if r := st.Read(ctx, device)[0]; r.Err != nil || r.Counts[0].Day != 1 {
+		t.Fatalf("device read with Redis up: %+v", r)
+	}
+	srv.Pause()
+	defer srv.Resume()
+	if r := st.Read(ctx, device)[0]; !r.Stale {
+		t.Fatalf("the first read of a frozen Redis: %+v, want stale", r)
+	}
+	if !st.Stalled() {
+		t.Fatal("a read that ran out of time did not start a stall")
+	}
+	for range 20 {
+		start := time.Now()
+		r := st.Read(ctx, bundle)[0]
+		if r.Err != nil || r.Stale || r.Counts[0].Day != 2 || r.Counts[0].Windows[0] != 2 {
+			t.Fatalf("the bundle's read during the stall: %+v, want its cached counts (2, 2), not stale", r)
+		}
+		if took := time.Since(start); took >= 300*time.Millisecond {
+			t.Fatalf("the bundle's read during the stall took %s", took)
+		}
+	}
+}
