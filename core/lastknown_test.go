@@ -38,6 +38,35 @@ func TestRememberSkipsOnlyTheSameRecentCount(t *testing.T) {
 	}
 }
 
+// A read's counts are each remembered in their own slot, those Redis did
+// not answer (degraded or stale) not at all, in a batch of any size (one
+// larger than remember's stack buffer too).
+func TestRememberKeepsEachAnsweredCount(t *testing.T) {
+	for _, n := range []int{3, 300} {
+		l := newLastKnown(time.Minute, 64)
+		items := make([]counting.Item, n)
+		res := make([]counting.Result, n)
+		for i := range items {
+			items[i] = counting.Item{Scope: counting.Scope{Campaign: strconv.Itoa(i), Event: "win"}, Subject: counting.Subject{Dim: "device", ID: "d"},
+				Spec: counting.Spec{Kind: counting.Day, Span: 1}}
+			res[i] = counting.Result{Count: int64(i + 1), Degraded: i%3 == 1, Stale: i%3 == 2 && i > 3}
+		}
+		now := time.Unix(1_800_000_000, 0)
+		l.remember(items, res, now)
+		got := make([]counting.Result, n)
+		for i := range got {
+			got[i].Degraded = true
+		}
+		l.fill(items, got, func() time.Time { return now.Add(time.Second) })
+		for i, r := range got {
+			want := !res[i].Degraded && !res[i].Stale
+			if remembered := !r.Degraded; remembered != want || remembered && (r.Count != int64(i+1) || !r.Stale) {
+				t.Errorf("batch of %d, count %d (%+v): after remember %+v", n, i, res[i], r)
+			}
+		}
+	}
+}
+
 // BenchmarkLastKnownRemember: a bidder's batch read of 50 candidates on a
 // device not read before, 100 counts (day and hours) remembered, in the
 // default table of 64 MiB: each lands in a slot no read touched lately.
