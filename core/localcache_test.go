@@ -315,7 +315,8 @@ func TestAReadTakesWhatTheTableHolds(t *testing.T) {
 	})
 	items := []counting.Item{deviceDay, bundle[0], bundle[1]}
 	items[0].Hits = 0
-	p := s.plan(items, s.env(), nil)
+	var p readPlan
+	s.plan(&p, items, s.env(), nil)
 	if len(p.cached) != 0 || len(p.local) != 2 || p.at[1].src != fromLocal || p.at[2].src != fromLocal || p.at[0].src != fromDirect {
 		t.Fatalf("plan: %d cached commands, %d local answers, spans %+v; want the bundle's two from the table, the device's from Redis", len(p.cached), len(p.local), p.at)
 	}

@@ -570,7 +570,9 @@ func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []co
 	if ok {
 		return res, false
 	}
-	p := s.plan(items, e, through)
+	j := &readJob{items: items}
+	p := &j.plan
+	s.plan(p, items, e, through)
 	if len(p.local) > 0 {
 		s.metrics.Cache(len(p.local), 0)
 	}
@@ -582,7 +584,7 @@ func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []co
 	// the deadline kept to the instant (deadline.Handoff and Wait).
 	ctx, cancel := deadline.Within(ctx, s.readTimeout)
 	defer cancel()
-	j := &readJob{ctx: deadline.Handoff(ctx), items: items, plan: p, done: make(chan []counting.Result, 1)}
+	j.ctx, j.done = deadline.Handoff(ctx), make(chan []counting.Result, 1)
 	select {
 	case s.jobs <- j:
 	default:
@@ -605,7 +607,7 @@ func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []co
 type readJob struct {
 	ctx   context.Context
 	items []counting.Item
-	plan  *readPlan
+	plan  readPlan // in the job: one allocation for both
 	done  chan []counting.Result
 }
 
@@ -621,7 +623,7 @@ func (s *Store) startReaders() {
 	for range readers {
 		go func() {
 			for j := range s.jobs {
-				j.done <- s.read(j.ctx, j.items, j.plan)
+				j.done <- s.read(j.ctx, j.items, &j.plan)
 			}
 		}()
 	}
@@ -673,16 +675,21 @@ type readPlan struct {
 	local   []rueidis.RedisResult
 	buckets [][]bucket // of local
 	at      []span
+	// Room for a small read's spans and direct commands (a device's day
+	// and hours), so that they take no allocation of their own.
+	atBuf     [4]span
+	directBuf [4]rueidis.Completed
 }
 
-// plan builds the commands that read items; through, when not nil, says
-// which go through client-side caching (throughCache, already asked).
-func (s *Store) plan(items []counting.Item, e *env, through []bool) *readPlan {
-	p := &readPlan{
-		e:      e,
-		cached: make([]rueidis.CacheableTTL, 0, 2*len(items)),
-		direct: make(rueidis.Commands, 0, 2*len(items)),
-		at:     make([]span, len(items)),
+// plan builds into p the commands that read items; through, when not nil,
+// says which go through client-side caching (throughCache, already asked).
+// A read of a few items keeps its spans and direct commands in p itself.
+func (s *Store) plan(p *readPlan, items []counting.Item, e *env, through []bool) {
+	p.e = e
+	if n := len(items); n <= len(p.atBuf) {
+		p.at, p.direct = p.atBuf[:n], p.directBuf[:0]
+	} else {
+		p.at, p.direct = make([]span, n), make(rueidis.Commands, 0, 2*n)
 	}
 	ms := s.localNow(e).UnixMilli()
 	for i := range items {
@@ -704,6 +711,9 @@ func (s *Store) plan(items []counting.Item, e *env, through []bool) *readPlan {
 		cmds, cacheable := kinds[it.Spec.Kind].read(it, p.e)
 		if cacheable && th {
 			p.at[i] = span{src: fromCached, from: len(p.cached), to: len(p.cached) + len(cmds)}
+			if p.cached == nil {
+				p.cached = make([]rueidis.CacheableTTL, 0, 2*(len(items)-i))
+			}
 			for _, c := range cmds {
 				p.cached = append(p.cached, rueidis.CT(c, s.cacheTTL))
 			}
@@ -714,7 +724,6 @@ func (s *Store) plan(items []counting.Item, e *env, through []bool) *readPlan {
 			p.direct = append(p.direct, rueidis.Completed(c))
 		}
 	}
-	return p
 }
 
 // readLocal answers a read whose every count is cached in this process
@@ -904,7 +913,9 @@ func firstLine(err error) string {
 // the stall or last-known values: for a write's caller that needs what
 // Redis holds right after it (a pace check taken back).
 func (s *Store) ReadExact(ctx context.Context, items []counting.Item) []counting.Result {
-	return s.read(ctx, items, s.plan(items, s.env(), nil))
+	var p readPlan
+	s.plan(&p, items, s.env(), nil)
+	return s.read(ctx, items, &p)
 }
 
 // HotKeys are the counters read most in the last second, and how many are
