@@ -57,7 +57,7 @@ func wroteBuckets(part string, it *counting.Item, v []int64, r *counting.Result)
 }
 
 func (hoursKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
-	return []rueidis.Cacheable{readHours(e.b, it)}, true
+	return e.one(readHours(e.b, it)), true
 }
 
 func (hoursKind) appendLocalName(b []byte, it *counting.Item) ([]byte, bool) {

@@ -24,8 +24,9 @@ type kind interface {
 	write(it *counting.Item, e *env) writing
 	// wrote decodes the script's (or the part's) answer into r.
 	wrote(it *counting.Item, e *env, v []int64, r *counting.Result) error
-	// read is the commands that read the item; cacheable is false when a
-	// cached answer would be wrong (a window whose bounds move every ms).
+	// read is the commands that read the item (e.one or e.two: valid until
+	// the next read with e); cacheable is false when a cached answer would
+	// be wrong (a window whose bounds move every ms).
 	read(it *counting.Item, e *env) (cmds []rueidis.Cacheable, cacheable bool)
 	// got decodes the answers of read's commands, in their order, into r.
 	got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *counting.Result) error
@@ -104,4 +105,19 @@ type env struct {
 	retention int       // hours every hour hash keeps
 	hoursMemo hoursMemo // the hour buckets of the counter read last
 	today     *atomic.Pointer[dayBounds]
+	// cmds holds the commands a kind's read answers, until the plan has
+	// copied them: no slice is made per item read.
+	cmds [2]rueidis.Cacheable
+}
+
+// one is the read of the one command c, in e's cmds.
+func (e *env) one(c rueidis.Cacheable) []rueidis.Cacheable {
+	e.cmds[0] = c
+	return e.cmds[:1]
+}
+
+// two is the read of the commands c and d, in e's cmds.
+func (e *env) two(c, d rueidis.Cacheable) []rueidis.Cacheable {
+	e.cmds[0], e.cmds[1] = c, d
+	return e.cmds[:2]
 }

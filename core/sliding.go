@@ -74,7 +74,7 @@ func (slidingKind) wrote(_ *counting.Item, _ *env, v []int64, r *counting.Result
 }
 
 func (slidingKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
-	return readSliding(e.b, it, e.now.UnixMilli()), false
+	return readSliding(e, it, e.now.UnixMilli()), false
 }
 
 func (slidingKind) got(_ *counting.Item, _ *env, rs []rueidis.RedisResult, r *counting.Result) error {
@@ -92,14 +92,14 @@ func (s *Store) Undo(ctx context.Context, it *counting.Item, atMs int64) error {
 // readSliding is the commands that read an exact window at nowMs: its
 // count and its newest event. Its bounds move every millisecond, so it is
 // never cached.
-func readSliding(b rueidis.Builder, it *counting.Item, nowMs int64) []rueidis.Cacheable {
+func readSliding(e *env, it *counting.Item, nowMs int64) []rueidis.Cacheable {
 	k := Sliding(it)
 	from := strconv.FormatInt(nowMs-it.Spec.Span*1000, 10)
-	return []rueidis.Cacheable{
-		b.Zcount().Key(k).Min(from).Max("+inf").Cache(),
+	return e.two(
+		e.b.Zcount().Key(k).Min(from).Max("+inf").Cache(),
 		// The newest event still in the window; an older one is forgotten.
-		b.Zrange().Key(k).Min("+inf").Max(from).Byscore().Rev().Limit(0, 1).Withscores().Cache(),
-	}
+		e.b.Zrange().Key(k).Min("+inf").Max(from).Byscore().Rev().Limit(0, 1).Withscores().Cache(),
+	)
 }
 
 // gotSliding decodes ReadSliding's answers: the count and LastAt.

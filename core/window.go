@@ -108,7 +108,7 @@ func (k windowKind) wrote(it *counting.Item, e *env, v []int64, r *counting.Resu
 }
 
 func (k windowKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
-	return readWindow(e.b, it)
+	return readWindow(e, it)
 }
 
 // appendLocalName: a campaign day's GET; a seconds window's read is two
@@ -133,15 +133,15 @@ func (k windowKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *
 
 // readWindow is the commands that read a day or seconds counter; cacheable
 // is false when a cached answer would be wrong.
-func readWindow(b rueidis.Builder, it *counting.Item) (cmds []rueidis.Cacheable, cacheable bool) {
+func readWindow(e *env, it *counting.Item) (cmds []rueidis.Cacheable, cacheable bool) {
 	key := Window(it)
-	get := b.Get().Key(key).Cache()
+	get := e.b.Get().Key(key).Cache()
 	if it.Scope.Campaign != "" {
 		// A campaign's day window always ends at the end of today.
-		return []rueidis.Cacheable{get}, true
+		return e.one(get), true
 	}
 	// The TTL shrinks every millisecond: a cached one would be wrong.
-	return []rueidis.Cacheable{get, b.Pttl().Key(key).Cache()}, false
+	return e.two(get, e.b.Pttl().Key(key).Cache()), false
 }
 
 // gotWindow decodes ReadWindow's answers: the count, and the TTL when it
