@@ -105,7 +105,6 @@ func appendLocalName(b []byte, it *counting.Item) ([]byte, bool) {
 // appended to the caller's buckets.
 func (c *LocalCache) lookupItems(items []counting.Item, at []span, now time.Time, buckets [][]bucket) (res []rueidis.RedisResult, _ [][]bucket, ok bool) {
 	res = make([]rueidis.RedisResult, 0, len(items))
-	var buf [160]byte
 	ms := now.UnixMilli()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -113,9 +112,8 @@ func (c *LocalCache) lookupItems(items []counting.Item, at []span, now time.Time
 		if i > 0 && at[i] == at[i-1] {
 			continue
 		}
-		name, one := appendLocalName(buf[:0], &items[i])
-		v, hit := c.m[string(name)] // no string is made for a lookup
-		if !one || !hit || v.msg.CachePXAT() <= ms {
+		v, ok := c.itemEntry(&items[i], ms)
+		if !ok {
 			return nil, nil, false
 		}
 		res = append(res, rueidis.NewResult(v.msg, nil))
@@ -151,18 +149,26 @@ func (c *LocalCache) lookupHashes(keys []string, now time.Time, out []map[string
 // with its decoded hour buckets (nil for other answers); false when it is
 // not there, past its client-side TTL, or not one cached command.
 func (c *LocalCache) lookupItem(it *counting.Item, ms int64) (rueidis.RedisResult, []bucket, bool) {
-	var buf [160]byte
-	name, one := appendLocalName(buf[:0], it)
-	if !one {
-		return rueidis.RedisResult{}, nil, false
-	}
 	c.mu.RLock()
-	v, hit := c.m[string(name)]
+	v, ok := c.itemEntry(it, ms)
 	c.mu.RUnlock()
-	if !hit || v.msg.CachePXAT() <= ms {
+	if !ok {
 		return rueidis.RedisResult{}, nil, false
 	}
 	return rueidis.NewResult(v.msg, nil), v.buckets, true
+}
+
+// itemEntry is the table's answer for an item's read, by its kind's local
+// name, when it is there and within its client-side TTL (ms, unix ms).
+// The caller holds c.mu.
+func (c *LocalCache) itemEntry(it *counting.Item, ms int64) (localEntry, bool) {
+	var buf [160]byte
+	name, one := appendLocalName(buf[:0], it)
+	if !one {
+		return localEntry{}, false
+	}
+	v, hit := c.m[string(name)] // no string is made for a lookup
+	return v, hit && v.msg.CachePXAT() > ms
 }
 
 // size is how many answers the table holds.
