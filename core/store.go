@@ -466,24 +466,66 @@ func (s *Store) readOrSkip(ctx context.Context, items []counting.Item) []countin
 		// stall: Redis's invalidations come on the connection that read
 		// it, a connection that breaks empties the table, and an answer
 		// lives at most the client-side TTL.
-		if res, _, ok := s.readLocal(items, s.env()); ok {
+		e := s.env()
+		res, through, ok := s.readLocal(items, e)
+		if ok {
 			return res
 		}
 		s.metrics.RedisError("read")
-		return s.failAll(len(items), errStalled)
+		res = s.failAll(len(items), errStalled)
+		if s.local != nil && slices.Contains(through, true) {
+			var p readPlan
+			s.plan(&p, items, e, through)
+			s.metrics.Cache(len(p.local), 0)
+			s.answerHeld(items, &p, e, res)
+		}
+		return res
 	}
-	res, late := s.readWithin(ctx, items)
-	// rueidis may answer a deadline a moment before the context's own
-	// timer fires: a result's code says it ran out of time too.
+	res, late, p := s.readWithin(ctx, items)
+	if p == nil {
+		return res // nothing went to Redis
+	}
+	// A stall begins when every count that went to Redis failed (those the
+	// table held answer either way). rueidis may answer a deadline a
+	// moment before the context's own timer fires: a result's code says it
+	// ran out of time too.
 	down := s.reach.Down()
-	failed := len(res) > 0
+	sent, failed := false, true
 	for i := range res {
+		if p.at[i].src == fromLocal {
+			continue
+		}
+		sent = true
 		failed = failed && res[i].Degraded && (late || down || res[i].Code == apierr.Timeout)
 	}
-	if failed {
+	if sent && failed {
 		s.startStall()
 	}
 	return res
+}
+
+// answerHeld answers in res, fresh, the items of p whose counts the
+// process's table held (p.local), for a read whose other counts Redis
+// did not answer: its deadline passed, or Redis is stalled. e is the
+// caller's own env (the plan's may be a reader's still).
+func (s *Store) answerHeld(items []counting.Item, p *readPlan, e *env, res []counting.Result) {
+	var held []int
+	for i := range items {
+		if p.at[i].src == fromLocal {
+			held = append(held, i)
+		}
+	}
+	if len(held) == 0 {
+		return
+	}
+	sub, at := make([]counting.Item, len(held)), make([]span, len(held))
+	for k, i := range held {
+		sub[k], at[k] = items[i], p.at[i]
+	}
+	got := s.answer(sub, e, at, p.buckets, answers{local: p.local})
+	for k, i := range held {
+		res[i] = got[k]
+	}
 }
 
 // WriteOrSkip is Write for a caller that waits on the answer (a rate-limit
@@ -560,25 +602,27 @@ const probeEvery = 50 * time.Millisecond
 var errStalled = fmt.Errorf("redis answered no read in time lately, not waiting on it: %w", context.DeadlineExceeded)
 
 // readWithin reads items within the read timeout, whatever Redis does;
-// late says the time ran out. A read whose every count is cached in this
-// process is answered on the caller's goroutine; any other goes to a
-// reader, so that a call rueidis holds past its context (some reconnect
-// paths do) never holds the caller.
-func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []counting.Result, late bool) {
+// late says the time ran out, p is the read's plan (nil when the table
+// held every count). A read whose every count is cached in this process
+// is answered on the caller's goroutine; any other goes to a reader, so
+// that a call rueidis holds past its context (some reconnect paths do)
+// never holds the caller. When the time runs out, the counts the table
+// held still answer, fresh.
+func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []counting.Result, late bool, p *readPlan) {
 	e := s.env()
 	res, through, ok := s.readLocal(items, e)
 	if ok {
-		return res, false
+		return res, false, nil
 	}
 	j := &readJob{items: items}
-	p := &j.plan
+	p = &j.plan
 	s.plan(p, items, e, through)
 	if len(p.local) > 0 {
 		s.metrics.Cache(len(p.local), 0)
 	}
 	if len(p.cached) == 0 && len(p.direct) == 0 {
 		// The table held every answer after all.
-		return s.answer(items, p.e, p.at, p.buckets, answers{local: p.local}), false
+		return s.answer(items, p.e, p.at, p.buckets, answers{local: p.local}), false, p
 	}
 	// One timer per tick of the reads of the moment, not one per read, and
 	// the deadline kept to the instant (deadline.Handoff and Wait).
@@ -591,16 +635,30 @@ func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []co
 		// Every reader is stuck on a hung Redis and the queue is full:
 		// answer now rather than pile up.
 		s.metrics.RedisError("read")
-		return s.failAll(len(items), errReadersBusy), true
+		return s.heldOr(items, p, errReadersBusy), true, p
 	}
 	// rueidis may block past the context in some reconnect paths; the
 	// caller's deadline wins.
 	res, ok, err := deadline.Wait(j.done, ctx)
 	if !ok {
 		s.metrics.RedisError("read")
-		return s.failAll(len(items), err), true
+		return s.heldOr(items, p, err), true, p
 	}
-	return res, deadline.Passed(ctx)
+	return res, deadline.Passed(ctx), p
+}
+
+// heldOr answers a read that Redis did not answer: the counts the table
+// held (p.local) fresh, the others failed with err. A reader may still be
+// answering p: only its read-only parts are used, with an env of the
+// caller's own at the plan's instant.
+func (s *Store) heldOr(items []counting.Item, p *readPlan, err error) []counting.Result {
+	res := s.failAll(len(items), err)
+	if len(p.local) > 0 {
+		e := s.env()
+		e.now, e.hour = p.e.now, p.e.hour
+		s.answerHeld(items, p, e, res)
+	}
+	return res
 }
 
 // readJob is one Read handed to a reader goroutine.

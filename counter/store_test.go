@@ -715,3 +715,57 @@ func TestAStallAnswersWhatTheTableHolds(t *testing.T) {
 		}
 	}
 }
+
+// TestAReadPastItsDeadlineAnswersWhatTheTableHolds: a read of a bundle's
+// counts (in the process's table) beside a device's (not cached) on a
+// frozen Redis answers the bundle's fresh, not last-known, at the deadline
+// and then during the stall its device's count starts; a device never read
+// answers zero, degraded, beside them.
+func TestAReadPastItsDeadlineAnswersWhatTheTableHolds(t *testing.T) {
+	srv := redistest.Start(t)
+	st, _ := testStore(t, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=300ms", "COUNTER_STALE_MAX=60s")
+	ctx := context.Background()
+	bundle := Query{CID: "1", Event: "win", Windows: []int{3}, Dims: []Dim{{Name: "bundle", ID: "com.late"}}}
+	device := Query{CID: "1", Event: "win", Dims: []Dim{{Name: "device", ID: "late"}}}
+	unread := Query{CID: "1", Event: "win", Dims: []Dim{{Name: "device", ID: "never-read"}}}
+	mustIncr(t, st, bundle)
+	mustIncr(t, st, bundle)
+	mustIncr(t, st, device)
+	waitFor(t, 5*time.Second, func() bool {
+		hits, misses := testutilCount(st.m.cacheHits), testutilCount(st.m.cacheMisses)
+		r := st.Read(ctx, []Query{bundle})[0]
+		return r.Err == nil && r.Counts[0].Day == 2 && testutilCount(st.m.cacheHits) > hits && testutilCount(st.m.cacheMisses) == misses
+	})
+	if r := st.Read(ctx, []Query{device})[0]; r.Err != nil || r.Counts[0].Day != 1 {
+		t.Fatalf("device read with Redis up: %+v", r)
+	}
+	srv.Pause()
+	defer srv.Resume()
+	check := func(when string, rs []Result) {
+		t.Helper()
+		if r := rs[0]; r.Err != nil || r.Stale || r.Counts[0].Day != 2 || r.Counts[0].Windows[0] != 2 {
+			t.Fatalf("%s: the bundle answered %+v, want its cached counts (2, 2), fresh", when, r)
+		}
+		if r := rs[1]; !r.Stale || r.Err != nil || r.Counts[0].Day != 1 {
+			t.Fatalf("%s: the device answered %+v, want its last-known count 1", when, r)
+		}
+		if r := rs[2]; r.Err == nil || r.Counts[0].Day != 0 {
+			t.Fatalf("%s: the device never read answered %+v, want zero with an error", when, r)
+		}
+	}
+	start := time.Now()
+	check("at the deadline", st.Read(ctx, []Query{bundle, device, unread}))
+	if took := time.Since(start); took < 300*time.Millisecond {
+		t.Fatalf("the first read of a frozen Redis answered after %s, before its deadline", took)
+	}
+	if !st.Stalled() {
+		t.Fatal("a read whose every count sent to Redis ran out of time did not start a stall")
+	}
+	for range 10 {
+		start := time.Now()
+		check("during the stall", st.Read(ctx, []Query{bundle, device, unread}))
+		if took := time.Since(start); took >= 300*time.Millisecond {
+			t.Fatalf("a read during the stall took %s", took)
+		}
+	}
+}
