@@ -12,9 +12,9 @@ import (
 // own String (its start in the key), gone when the window ends.
 var fixedWindow = limiterKind{
 	name: counting.FixedWindow,
-	own: func(s *counting.Spec, e *env) (string, string) {
+	args: func(dst []string, s *counting.Spec, e *env) ([]string, string) {
 		start, end := fixedWindowBounds(e.now, e.loc, s.PeriodMs)
-		return ":" + strconv.FormatInt(start, 10), strconv.FormatInt(end, 10)
+		return append(dst, strconv.FormatInt(s.Limit, 10), strconv.FormatInt(end, 10)), ":" + strconv.FormatInt(start, 10)
 	},
 }
 

@@ -31,8 +31,10 @@ type limiterKind struct {
 	// param is the kind's parameter (burst, capacity), 0 when none; it is
 	// part of the key.
 	param func(s *counting.Spec) int64
-	// own is the kind's key suffix and its own script argument.
-	own func(s *counting.Spec, e *env) (suffix, x string)
+	// args appends the kind's arguments to dst, in the order its Lua
+	// function reads them (as many as its nargs there), and gives the
+	// kind's key suffix ("" when none).
+	args func(dst []string, s *counting.Spec, e *env) (_ []string, suffix string)
 	// takes names the spec's options the kind takes (burst, capacity,
 	// acquire); the others must be zero.
 	takes option
@@ -71,7 +73,8 @@ const (
 	MaxPeriodMs = 30 * 24 * 3600 * 1000
 	// MaxLimits bounds the limits of one check.
 	MaxLimits = 8
-	// limitGraceMs is how long a limiter's key outlives its last use.
+	// limitGraceMs is how long a limiter's key outlives its last use
+	// (limit.lua's grace).
 	limitGraceMs = 1000
 )
 
@@ -177,25 +180,32 @@ func (limiterKind) write(it *counting.Item, e *env) writing {
 func limitKeysArgs(it *counting.Item, e *env, sub string) ([]string, []string) {
 	ss := specs(it)
 	keys := make([]string, 0, len(ss)+1)
-	args := make([]string, 0, 3+5*len(ss))
-	args = append(args, strconv.FormatInt(e.now.UnixMilli(), 10), strconv.FormatInt(it.Hits, 10), strconv.Itoa(limitGraceMs))
+	args := make([]string, 0, 2+4*len(ss))
+	args = append(args, strconv.FormatInt(e.now.UnixMilli(), 10), strconv.FormatInt(it.Hits, 10))
 	for i, s := range ss {
 		k := kinds[s.Kind].(limiterKind)
-		var suffix, x string
-		if k.own != nil {
-			suffix, x = k.own(s, e)
-		}
+		var suffix string
+		args = append(args, string(k.name))
+		args, suffix = k.args(args, s, e)
 		if i == 0 && sub != "" {
 			suffix += ":" + Escape(sub)
 		}
-		var param int64
-		if k.param != nil {
-			param = k.param(s)
-		}
 		keys = append(keys, k.key(it, s, suffix))
-		args = append(args, string(k.name), strconv.FormatInt(s.Limit, 10), strconv.FormatInt(s.PeriodMs, 10), strconv.FormatInt(param, 10), x)
 	}
 	return keys, args
+}
+
+// limitAndPeriod are the arguments of a kind that computes with its limit
+// and period (ms).
+func limitAndPeriod(dst []string, s *counting.Spec) []string {
+	return append(dst, strconv.FormatInt(s.Limit, 10), strconv.FormatInt(s.PeriodMs, 10))
+}
+
+// intervalAnd are the arguments of a shaping kind: the microseconds
+// between two units (period/limit, rounded down: at least 1, checked) and
+// its parameter (burst, capacity).
+func intervalAnd(dst []string, s *counting.Spec, param int64) []string {
+	return append(dst, strconv.FormatInt(s.PeriodMs*1000/s.Limit, 10), strconv.FormatInt(param, 10))
 }
 
 // usToMs rounds microseconds up to milliseconds; -1 (never) stays.
@@ -212,15 +222,18 @@ func usToMs(us int64) int64 {
 // gains room as time passes, so after the longest retry all admit.
 func (limiterKind) wrote(it *counting.Item, _ *env, v []int64, r *counting.Result) error {
 	n := 1 + len(it.Spec.Also)
-	if len(v) != 1+5*n && len(v) != 2+5*n {
+	if len(v) != 5*n && len(v) != 5*n+1 {
 		return fmt.Errorf("limit script returned %d values for %d limits", len(v), n)
 	}
-	r.Allowed = v[0] == 1
+	// Admitted when every limit admits (one that refuses says 0; the others
+	// then answer as a peek, which admits).
+	r.Allowed = true
 	ds := make([]counting.Decision, n)
 	for i := range ds {
-		a := v[1+5*i:]
+		a := v[5*i:]
 		d := counting.Decision{Allowed: a[0] == 1, Remaining: max(a[1], 0), RetryAfterMs: usToMs(a[2]), ResetAfterMs: usToMs(a[3]), DelayMs: usToMs(a[4])}
 		ds[i] = d
+		r.Allowed = r.Allowed && d.Allowed
 		if i == 0 || d.Remaining < r.Remaining {
 			r.Remaining = d.Remaining
 		}

@@ -1,8 +1,13 @@
 package core
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/freqcap/freqcap/shared/counting"
 )
 
 // Every kind that counts as a part of count.lua has its part in the
@@ -15,8 +20,30 @@ func TestLibraryHoldsEveryKindsPartAndLimiter(t *testing.T) {
 		}
 	}
 	for _, k := range Limiters() {
-		if !strings.Contains(src, "\nkinds."+string(k)+" = function") {
+		if !strings.Contains(src, "\nkinds."+string(k)+" = {") {
 			t.Errorf("rate limiter %s has no function in the library", k)
 		}
+	}
+}
+
+// TestLimiterArgumentsAreTheOnesTheirKindsRead: each limiter kind's Go
+// side sends as many arguments as its Lua function reads (its nargs), and
+// limit.lua's grace is limitGraceMs.
+func TestLimiterArgumentsAreTheOnesTheirKindsRead(t *testing.T) {
+	src, _ := Library()
+	e := &env{now: time.Now(), loc: time.UTC}
+	for _, k := range Limiters() {
+		m := regexp.MustCompile(`\nkinds\.` + string(k) + ` = \{nargs = (\d+),`).FindStringSubmatch(src)
+		if m == nil {
+			t.Fatalf("kind %s declares no nargs in the library", k)
+		}
+		s := counting.Spec{Kind: k, Limit: 100, PeriodMs: 60000}
+		args, _ := kinds[k].(limiterKind).args(nil, &s, e)
+		if strconv.Itoa(len(args)) != m[1] {
+			t.Errorf("kind %s sends %d arguments %q, its Lua function reads %s", k, len(args), args, m[1])
+		}
+	}
+	if !strings.Contains(src, "\nlocal grace = "+strconv.Itoa(limitGraceMs)+"\n") {
+		t.Errorf("limit.lua's grace is not limitGraceMs (%d)", limitGraceMs)
 	}
 }

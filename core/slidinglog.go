@@ -11,7 +11,7 @@ var slidingLog = limiterKind{
 	// One member per admitted unit.
 	maxLimit: 10_000,
 	name:     counting.SlidingLog,
-	own: func(*counting.Spec, *env) (string, string) {
-		return "", ids.Random("")
+	args: func(dst []string, s *counting.Spec, _ *env) ([]string, string) {
+		return append(limitAndPeriod(dst, s), ids.Random("")), ""
 	},
 }

@@ -10,10 +10,11 @@ var tokenBucket = limiterKind{
 	shaping: true,
 	name:    counting.TokenBucket,
 	param:   func(s *counting.Spec) int64 { return burstOrLimit(s.Burst, s.Limit) },
-	own: func(s *counting.Spec, _ *env) (string, string) {
+	args: func(dst []string, s *counting.Spec, _ *env) ([]string, string) {
+		dst = intervalAnd(dst, s, burstOrLimit(s.Burst, s.Limit))
 		if s.Acquire {
-			return "", "1"
+			return append(dst, "1"), ""
 		}
-		return "", "0"
+		return append(dst, "0"), ""
 	},
 }

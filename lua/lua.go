@@ -53,7 +53,7 @@ type Functions struct {
 // Library is count.lua and limit.lua as one Redis Functions library:
 // every part (the file <part>.lua defining parts.<part> with its bit and
 // nargs; see count.lua for the contract) and every limiter kind (the
-// file <kind>.lua defining kinds.<kind>; see limit.lua) defined once,
+// file <kind>.lua defining kinds.<kind> with its nargs; see limit.lua) defined once,
 // when Redis loads the library, and two functions, fns.Count and
 // fns.Limit, that run count.lua and limit.lua on their keys and
 // arguments. A script run would define its parts or kinds anew (about
@@ -79,7 +79,7 @@ func Library() (src string, fns Functions) {
 	body.WriteString("local parts, kinds = {}, {}\n")
 	for _, name := range names {
 		src, base := file(name), strings.TrimSuffix(name, ".lua")
-		if strings.Contains(src, "\nparts."+base+" = {") || strings.Contains(src, "\nkinds."+base+" = function") {
+		if strings.Contains(src, "\nparts."+base+" = {") || strings.Contains(src, "\nkinds."+base+" = {") {
 			body.WriteString(src)
 		}
 	}

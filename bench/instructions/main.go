@@ -184,7 +184,7 @@ func ops() []op {
 			return nil
 		}
 	}
-	return []op{
+	ops := []op{
 		{"notice write, 1 dimension (day + 24 h window + event id)", false, write(false, false, "e-")},
 		{"the same, quiet (callback's forwarding: no counts answered)", false, write(true, false, "e-")},
 		{"quiet, of a device already counted this hour", true, write(true, false, "again-")},
@@ -203,18 +203,34 @@ func ops() []op {
 			}
 			return nil
 		}},
-		{"limiter check (gcra, 100/s)", false, func(ctx context.Context, st *core.Store, i0, n int) error {
-			for i := i0; i < i0+n; i++ {
-				it := counting.Item{Scope: counting.Scope{Policy: "api"}, Subject: counting.Subject{ID: device(i % 100)},
-					Spec: counting.Spec{Kind: counting.GCRA, Limit: 100, PeriodMs: 1000}, Hits: 1}
-				for _, r := range st.Write(ctx, []counting.Item{it}) {
-					if r.Code != 0 {
-						return errors.New(r.Msg)
-					}
+		{"limiter check (gcra, 100/s)", false, limiterCheck(counting.GCRA, 1000, 100)},
+	}
+	// Each kind on a key of its own per check, as make bench's random keys
+	// (100 a minute).
+	for _, k := range core.Limiters() {
+		ops = append(ops, op{"limiter check on a new key, 100/min: " + string(k), false, limiterCheck(k, 60000, 0)})
+	}
+	return ops
+}
+
+// limiterCheck checks one hit against a limit of 100 per periodMs of kind
+// k, on keys keys apart (0: a new key every check).
+func limiterCheck(k counting.Kind, periodMs int64, keys int) func(ctx context.Context, st *core.Store, i0, n int) error {
+	return func(ctx context.Context, st *core.Store, i0, n int) error {
+		for i := i0; i < i0+n; i++ {
+			key := i
+			if keys > 0 {
+				key = i % keys
+			}
+			it := counting.Item{Scope: counting.Scope{Policy: "api"}, Subject: counting.Subject{ID: string(k) + "-" + device(key)},
+				Spec: counting.Spec{Kind: k, Limit: 100, PeriodMs: periodMs}, Hits: 1}
+			for _, r := range st.Write(ctx, []counting.Item{it}) {
+				if r.Code != 0 {
+					return errors.New(r.Msg)
 				}
 			}
-			return nil
-		}},
+		}
+		return nil
 	}
 }
 
