@@ -753,8 +753,8 @@ func (st *stack) redisBenchmark(ctx context.Context) (result, error) {
 	tag := "{rb:device:42:__rand_int__}"
 	cmd := exec.CommandContext(ctx, "redis-benchmark", "-h", host, "-p", port, "-P", "16", "-c", "50", "-n", n, "-r", "1000000", "-q",
 		"FCALL", fns.Count, "3", "dedup:"+tag, "freq:"+tag, "hfreq:"+tag,
-		"1", strconv.FormatInt(now.UnixMilli(), 10), "600000", "1", "e-__rand_int__",
-		"window", "86400000", "hours", hour, "169", "3", "608400000", "q")
+		"1", strconv.FormatInt(now.UnixMilli(), 10), "600000", "-1", "e-__rand_int__",
+		"window", "86400000", "hours", hour, "169", "3", "608400000")
 	out, err = cmd.Output()
 	if err != nil {
 		return result{}, err

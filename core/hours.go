@@ -35,7 +35,6 @@ func (k hoursKind) write(it *counting.Item, e *env) writing {
 		strconv.FormatInt(keep, 10),
 		strconv.FormatInt(it.Spec.Span, 10),
 		strconv.FormatInt(keep*3_600_000, 10),
-		quiet(it),
 	}}
 }
 
@@ -43,16 +42,13 @@ func (hoursKind) wrote(it *counting.Item, _ *env, v []int64, r *counting.Result)
 	return wroteBuckets("hours", it, v, r)
 }
 
-// wroteBuckets decodes a bucket part's answer: the sum (none for a quiet
-// write) and whether the event was counted before.
-func wroteBuckets(part string, it *counting.Item, v []int64, r *counting.Result) error {
+// wroteBuckets decodes a bucket part's answer: the sum and whether the
+// event was counted before.
+func wroteBuckets(part string, _ *counting.Item, v []int64, r *counting.Result) error {
 	if len(v) != 2 {
 		return fmt.Errorf("%s part returned %d values", part, len(v))
 	}
 	r.Count, r.Duplicate = v[0], v[1] == 1
-	if it.Quiet {
-		r.Count = 0
-	}
 	return nil
 }
 
@@ -74,15 +70,6 @@ func (hoursKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *cou
 // cached copy) serves every window of the counter, this hour and the next.
 func readHours(b rueidis.Builder, it *counting.Item) rueidis.Cacheable {
 	return b.Hgetall().Key(Hours(it)).Cache()
-}
-
-// quiet is the last argument of a bucket part: "q" when the write wants
-// no sum.
-func quiet(it *counting.Item) string {
-	if it.Quiet {
-		return "q"
-	}
-	return ""
 }
 
 // bucket is one hour bucket of a counter: its epoch hour and count.

@@ -66,7 +66,6 @@ func (k periodsKind) write(it *counting.Item, e *env) writing {
 		strconv.FormatInt(keep, 10),
 		strconv.FormatInt(it.Spec.Span, 10),
 		strconv.FormatInt(ceilMs(end.Sub(e.now)).Milliseconds(), 10),
-		quiet(it),
 	}}
 }
 

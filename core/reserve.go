@@ -53,7 +53,7 @@ func (k reserveKind) write(it *counting.Item, e *env) writing {
 	if k.release {
 		// The bid id is the event id, which count.lua passes: every win
 		// of a counter has the same arguments and shares its run.
-		return writing{part: k.partName(), keys: []string{Reserved(it)}, args: []string{now, quiet(it)}}
+		return writing{part: k.partName(), keys: []string{Reserved(it)}, args: []string{now}}
 	}
 	args := []string{now, it.EventID, strconv.FormatInt(it.Spec.Span, 10)}
 	return writing{part: k.partName(), keys: []string{Reserved(it)}, args: args}

@@ -230,18 +230,34 @@ func (s *Store) write(ctx context.Context, items []counting.Item) []counting.Res
 	}
 	s.reach.Observe(firstErr(out))
 	res := make([]counting.Result, len(items))
-	for k := range runs {
+	for k, run := range runs {
 		v, err := out[k].AsIntSlice()
-		for _, i := range runs[k].items {
+		if err == nil && run.quiet && len(v) != len(run.eids) {
+			err = fmt.Errorf("count function returned %d values for a quiet run of %d events", len(v), len(run.eids))
+		}
+		for p, i := range run.items {
 			it, r := &items[i], &res[i]
 			r.Allowed = true
 			vals, ierr := v, err
-			if ierr == nil && runs[k].counts() {
+			switch {
+			case ierr != nil:
+			case run.quiet:
+				// Event p/np's answer: the counters it was counted on
+				// before, bit j for its j-th (its items are in the
+				// order of its parts).
+				np := len(run.keys) - 1
+				r.Duplicate = v[p/np]>>(p%np)&1 == 1
+			case run.counts():
 				// Each part's answer is its length, then its values.
 				vals, v, ierr = splitPart(v)
 			}
-			if ierr == nil {
+			if ierr == nil && !run.quiet {
 				ierr = kinds[it.Spec.Kind].wrote(it, e, vals, r)
+				if it.Quiet && run.counts() {
+					// In a run that answers counts for another item of
+					// its event: a quiet item answers none.
+					r.Count, r.TTLMs = 0, 0
+				}
 			}
 			if ierr != nil {
 				s.metrics.RedisError("write")
@@ -300,9 +316,11 @@ type scriptRun struct {
 	hits       int64
 	// A run of lua/count.lua counts events (eids, in order) that have the
 	// same parts (partArgs: each part's name and arguments) on the same
-	// counters (keys after the first).
+	// counters (keys after the first). A quiet run (every item of it
+	// quiet) answers only where each event was counted before.
 	eids     []string
 	partArgs []string
+	quiet    bool
 }
 
 // counts reports a run of lua/count.lua (its parts).
@@ -343,10 +361,11 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 			r = rs[n-1]
 		} else {
 			// Sized for the usual run: one dimension's day and hours.
-			r = &scriptRun{fn: countFunction, hits: it.Hits, eids: []string{it.EventID},
+			r = &scriptRun{fn: countFunction, hits: it.Hits, eids: []string{it.EventID}, quiet: true,
 				keys: append(make([]string, 0, 3), group), items: make([]int, 0, 2), partArgs: make([]string, 0, 8)}
 			groups[group] = append(rs, r)
 		}
+		r.quiet = r.quiet && it.Quiet
 		r.items = append(r.items, i)
 		r.keys = append(r.keys, w.keys[0])
 		r.partArgs = append(append(r.partArgs, w.part), w.args...)
@@ -379,17 +398,22 @@ func finishRuns(out []*scriptRun, e *env) {
 			if r.eids[0] != "" {
 				ttl = dedupeTTL
 			}
+			events := strconv.Itoa(len(r.eids))
+			if r.quiet {
+				events = "-" + events
+			}
 			r.args = make([]string, 0, 4+len(r.eids)+len(r.partArgs))
-			r.args = append(append(append(r.args, strconv.FormatInt(r.hits, 10), now, ttl, strconv.Itoa(len(r.eids))), r.eids...), r.partArgs...)
+			r.args = append(append(append(r.args, strconv.FormatInt(r.hits, 10), now, ttl, events), r.eids...), r.partArgs...)
 		}
 	}
 }
 
 // mergeable reports whether run b (one event) can join run a: both count
 // an event id (different ones, b's not yet in a) with the same hits and the
-// same parts on the same counters, none of them twice.
+// same parts on the same counters, none of them twice, and both answer
+// counts or neither does.
 func mergeable(a, b *scriptRun) bool {
-	if !a.counts() || a.eids[0] == "" || b.eids[0] == "" || a.hits != b.hits || len(a.eids) >= maxEvents ||
+	if !a.counts() || a.eids[0] == "" || b.eids[0] == "" || a.hits != b.hits || a.quiet != b.quiet || len(a.eids) >= maxEvents ||
 		!slices.Equal(a.keys, b.keys) || !slices.Equal(a.partArgs, b.partArgs) || slices.Contains(a.eids, b.eids[0]) {
 		return false
 	}

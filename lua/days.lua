@@ -8,11 +8,10 @@
 -- ARGV[o+3]  span N (1..K): the periods whose sum is returned, this one included
 -- ARGV[o+4]  milliseconds until the K-th period from this one ends (> 0): the
 --       hash's TTL
--- ARGV[o+5]  "q": a quiet write, no sum (returns {0})
 --
 -- hits 0 reads (the event was counted before). Returns {sum}: the sum of
--- fields i-N+1..i after the hits.
-parts.days = {bit = 32, nargs = 5, run = function(key, hits, o)
+-- fields i-N+1..i after the hits; nothing when quiet (no sum is made).
+parts.days = {bit = 32, nargs = 4, run = function(key, hits, o, ids, quiet)
   -- Numbers only where arithmetic needs them (see count.lua).
   if hits > 0 then
     local first = redis.call('HINCRBY', key, ARGV[o + 1], hits == 1 and '1' or hits) == hits
@@ -24,7 +23,7 @@ parts.days = {bit = 32, nargs = 5, run = function(key, hits, o)
       end
     end
   end
-  if ARGV[o + 5] == 'q' then return {0} end
+  if quiet then return end
   local i, n = tonumber(ARGV[o + 1]), tonumber(ARGV[o + 3])
   local fields = {}
   for j = 1, n do fields[j] = i - n + j end

@@ -9,8 +9,7 @@
 -- ARGV[o+3]  span N in hours (1..R): the window whose sum is returned
 -- ARGV[o+4]  how long the hash lives after a new hour's first event, ms:
 --       R+1 hours
--- ARGV[o+5]  "q": a quiet write, no sum (returns {0})
 --
 -- hits 0 reads (the event was counted before). Returns {sum}: the sum of
--- fields h-N+1..h after the hits.
-parts.hours = {bit = 2, nargs = 5, run = function(key, hits, o) return parts.days.run(key, hits, o) end}
+-- fields h-N+1..h after the hits; nothing when quiet.
+parts.hours = {bit = 2, nargs = 4, run = function(key, hits, o, ids, quiet) return parts.days.run(key, hits, o, ids, quiet) end}

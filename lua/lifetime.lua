@@ -5,4 +5,4 @@
 -- ARGV[o+1]  milliseconds until the campaign ends (> 0)
 --
 -- Counted as window.lua counts (its run), under a bit of its own.
-parts.lifetime = {bit = 16, nargs = 1, run = function(key, hits, o) return parts.window.run(key, hits, o) end}
+parts.lifetime = {bit = 16, nargs = 1, run = function(key, hits, o, ids, quiet) return parts.window.run(key, hits, o, ids, quiet) end}

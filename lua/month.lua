@@ -5,4 +5,4 @@
 -- ARGV[o+1]  milliseconds until the month ends (> 0)
 --
 -- Counted as window.lua counts (its run), under a bit of its own.
-parts.month = {bit = 8, nargs = 1, run = function(key, hits, o) return parts.window.run(key, hits, o) end}
+parts.month = {bit = 8, nargs = 1, run = function(key, hits, o, ids, quiet) return parts.window.run(key, hits, o, ids, quiet) end}

@@ -5,4 +5,4 @@
 -- a     as days.lua's
 --
 -- Counted as days.lua counts (its run), under a bit of its own.
-parts.months = {bit = 128, nargs = 5, run = function(key, hits, o) return parts.days.run(key, hits, o) end}
+parts.months = {bit = 128, nargs = 4, run = function(key, hits, o, ids, quiet) return parts.days.run(key, hits, o, ids, quiet) end}

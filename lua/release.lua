@@ -3,7 +3,6 @@
 --
 -- key   rsv:{<tag>}  reserve.lua's ZSet
 -- ARGV[o+1]  now, unix ms
--- ARGV[o+2]  "q": a quiet write, no count of what is left (returns {0})
 -- ids   the bids it ends: the event ids of the run's wins that were
 --       reserved (count.lua passes them; no argument names one, so the
 --       wins of a hot counter share one run)
@@ -13,9 +12,9 @@
 -- bit: for an event id never reserved on this tag (most wins) count.lua
 -- does not run it (hits 0). Returns {n}: the reservations live after it
 -- (down: each event of a shared run is answered with those live right
--- after it).
-parts.release = {bit = 512, needs = 256, nargs = 2, ids = true, down = true, run = function(key, hits, o, ids)
+-- after it); nothing when quiet.
+parts.release = {bit = 512, needs = 256, nargs = 1, ids = true, down = true, run = function(key, hits, o, ids, quiet)
   if hits > 0 then redis.call('ZREM', key, unpack(ids)) end
-  if ARGV[o + 2] == 'q' then return {0} end
+  if quiet then return end
   return {redis.call('ZCOUNT', key, '(' .. ARGV[o + 1], '+inf')}
 end}

@@ -7,8 +7,8 @@
 -- ARGV[o+3]  milliseconds the reservation lasts (> 0)
 --
 -- hits 0 reads. Returns {n}: the reservations live after the hit (expired
--- ones are pruned on every write).
-parts.reserve = {bit = 256, nargs = 3, run = function(key, hits, o)
+-- ones are pruned on every write); nothing when quiet.
+parts.reserve = {bit = 256, nargs = 3, run = function(key, hits, o, ids, quiet)
   local now = tonumber(ARGV[o + 1])
   if hits > 0 then
     local exp = now + tonumber(ARGV[o + 3])
@@ -17,5 +17,6 @@ parts.reserve = {bit = 256, nargs = 3, run = function(key, hits, o)
     local ttl = redis.call('PTTL', key)
     if ttl < tonumber(ARGV[o + 3]) then redis.call('PEXPIRE', key, ARGV[o + 3]) end
   end
+  if quiet then return end
   return {redis.call('ZCOUNT', key, '(' .. now, '+inf')}
 end}

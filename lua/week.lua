@@ -5,4 +5,4 @@
 -- ARGV[o+1]  milliseconds until the week ends (> 0)
 --
 -- Counted as window.lua counts (its run), under a bit of its own.
-parts.week = {bit = 4, nargs = 1, run = function(key, hits, o) return parts.window.run(key, hits, o) end}
+parts.week = {bit = 4, nargs = 1, run = function(key, hits, o, ids, quiet) return parts.window.run(key, hits, o, ids, quiet) end}

@@ -5,8 +5,9 @@
 -- ARGV[o+1]  milliseconds until a window opened now ends (> 0)
 --
 -- hits 0 reads (the event was counted before). Returns {count, ttl}: the
--- count after the hits and the milliseconds left of the live window (PTTL).
-parts.window = {bit = 1, nargs = 1, run = function(key, hits, o)
+-- count after the hits and the milliseconds left of the live window (PTTL);
+-- nothing when quiet (and a quiet read reads nothing).
+parts.window = {bit = 1, nargs = 1, run = function(key, hits, o, ids, quiet)
   if hits > 0 then
     local count = redis.call('INCRBY', key, hits == 1 and '1' or hits)
     -- The window is opened by the hit that created the key; a key that
@@ -14,9 +15,12 @@ parts.window = {bit = 1, nargs = 1, run = function(key, hits, o)
     local ttl = count == hits and -1 or redis.call('PTTL', key)
     if ttl < 0 then
       redis.call('PEXPIRE', key, ARGV[o + 1])
+      if quiet then return end
       ttl = tonumber(ARGV[o + 1])
     end
+    if quiet then return end
     return {count, ttl}
   end
+  if quiet then return end
   return {tonumber(redis.call('GET', key) or 0), redis.call('PTTL', key)}
 end}
