@@ -3,6 +3,7 @@ package core
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -23,12 +24,13 @@ import (
 // Sharing one table between connections is sound because a value stays
 // only while the connection that read it tracks its key: the invalidation
 // of a key deletes it whatever connection filled it, and a connection that
-// breaks flushes the whole table.
+// breaks having filled some of it flushes the whole table.
 type LocalCache struct {
 	mu       sync.RWMutex
 	m        map[string]localEntry
 	bytes    int
 	maxBytes int
+	flushes  atomic.Int64
 }
 
 // localEntry is one cached answer, decoded once, when the answer came,
@@ -72,7 +74,7 @@ func NewLocalCache(maxBytes int) *LocalCache {
 // Install makes every connection of a client opened with opt cache in c.
 func (c *LocalCache) Install(opt *rueidis.ClientOption) {
 	opt.NewCacheStoreFn = func(rueidis.CacheStoreOption) rueidis.CacheStore {
-		return rueidis.NewSimpleCacheAdapter(simpleCache{c})
+		return rueidis.NewSimpleCacheAdapter(simpleCache{c: c, filled: new(atomic.Bool)})
 	}
 }
 
@@ -178,8 +180,12 @@ func (c *LocalCache) size() int {
 	return len(c.m)
 }
 
-// simpleCache is the table as rueidis.SimpleCache, for the adapters.
-type simpleCache struct{ c *LocalCache }
+// simpleCache is the table as rueidis.SimpleCache, for the adapter of one
+// connection; filled says the connection has put an answer in it.
+type simpleCache struct {
+	c      *LocalCache
+	filled *atomic.Bool
+}
 
 func (s simpleCache) Get(key string) rueidis.RedisMessage {
 	s.c.mu.RLock()
@@ -188,6 +194,9 @@ func (s simpleCache) Get(key string) rueidis.RedisMessage {
 }
 
 func (s simpleCache) Set(key string, val rueidis.RedisMessage) {
+	if !s.filled.Load() {
+		s.filled.Store(true)
+	}
 	c := s.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -222,13 +231,27 @@ func (s simpleCache) Del(key string) {
 	}
 }
 
+// Flush empties the table when the connection closes, if it ever filled
+// it: an answer it put there may have missed an invalidation since. A
+// connection that never did (one a Cluster's client opened to learn the
+// topology and closed, say) leaves what the others put there, whose
+// invalidations still come on their own connections.
 func (s simpleCache) Flush() {
+	if !s.filled.Load() {
+		return
+	}
 	c := s.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.m)
 	c.bytes = 0
+	c.flushes.Add(1)
 }
+
+// Flushes is how many times the table was emptied because a connection
+// broke (what it held could have missed invalidations): each costs every
+// cached count a read from Redis.
+func (c *LocalCache) Flushes() int64 { return c.flushes.Load() }
 
 // hashFieldBytes is about what a decoded hash's map adds per field (its
 // slot and the two string headers; the strings are the answer's own).

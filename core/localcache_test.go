@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,9 +70,13 @@ func TestLocalCacheHoldsWhatRueidisCaches(t *testing.T) {
 	}
 
 	// A broken connection may have missed invalidations: nothing it
-	// cached may be answered.
+	// cached may be answered, and the flush is counted. (A Cluster's
+	// client closes connections of its own as it learns the topology:
+	// those flushes come before.)
+	flushes := lc.Flushes()
 	srv.OnMasters(t, "CLIENT", "KILL", "TYPE", "normal")
 	waitUntil(t, func() bool { return lc.size() == 0 })
+	waitUntil(t, func() bool { return lc.Flushes() > flushes })
 }
 
 // TestLocalNamesAreRueidisNames checks that the names the kinds give their
@@ -175,7 +180,7 @@ func cacheKey(cmd rueidis.Cacheable) string {
 
 func TestLocalCacheIsBounded(t *testing.T) {
 	lc := NewLocalCache(64 << 10)
-	s := simpleCache{lc}
+	s := simpleCache{c: lc, filled: new(atomic.Bool)}
 	for i := range 10_000 {
 		s.Set(fmt.Sprintf("key:%d", i), rueidis.RedisMessage{})
 	}
@@ -324,5 +329,23 @@ func TestAReadTakesWhatTheTableHolds(t *testing.T) {
 		if want := []int64{1, 2, 2}[i]; r.Count != want || r.Degraded || r.Stale {
 			t.Errorf("item %d (%s %s): %+v, want count %d", i, items[i].Subject.Dim, items[i].Spec.Kind, r, want)
 		}
+	}
+}
+
+// TestOnlyAConnectionThatFilledTheTableFlushesIt: a connection's close
+// empties the table only when the connection put answers there (they may
+// have missed invalidations since); one that never did (a Cluster client's
+// connection to learn the topology) leaves the others' answers.
+func TestOnlyAConnectionThatFilledTheTableFlushesIt(t *testing.T) {
+	lc := NewLocalCache(0)
+	filler, idle := simpleCache{c: lc, filled: new(atomic.Bool)}, simpleCache{c: lc, filled: new(atomic.Bool)}
+	filler.Set("k", rueidis.RedisMessage{})
+	idle.Flush()
+	if lc.size() != 1 || lc.Flushes() != 0 {
+		t.Fatalf("a connection that filled nothing closed: %d answers left, %d flushes; want 1, 0", lc.size(), lc.Flushes())
+	}
+	filler.Flush()
+	if lc.size() != 0 || lc.Flushes() != 1 {
+		t.Fatalf("the connection that filled the table closed: %d answers left, %d flushes; want 0, 1", lc.size(), lc.Flushes())
 	}
 }

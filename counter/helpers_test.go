@@ -103,7 +103,7 @@ func newTestStore(t testing.TB, url string, s Settings, now func() time.Time) ca
 	}
 	t.Cleanup(c.Close)
 	m := newMetrics(prometheus.NewRegistry())
-	return campaignStore{campaign.Counters{Store: core.NewStore(c, s.storeOptions(hooks, now), m), M: m}, m}
+	return campaignStore{campaign.Counters{Store: core.NewStore(c, s.storeOptions(hooks, now), m), M: m}, m, hooks.cache}
 }
 
 // raw runs one command on a separate connection, as redis-cli would.
@@ -138,7 +138,8 @@ type (
 // metrics they report to.
 type campaignStore struct {
 	campaign.Counters
-	m *metrics
+	m     *metrics
+	cache *core.LocalCache
 }
 
 func newParser(s Settings) *campaign.Parser { return campaign.NewParser(s.limits()) }

@@ -77,7 +77,7 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 	m := newMetrics(reg)
 	store := core.NewStore(rdb, s.storeOptions(hooks, time.Now), m)
 	defer store.Close()
-	registerProcess(reg, rdb, store)
+	registerProcess(reg, rdb, store, hooks.cache)
 	if s.WriteReplicas > 0 {
 		redisconn.ReportReplicas(ctx, log, rdb, s.WriteReplicas, "COUNTER_WRITE_REPLICAS", "writes", "its writes answer 10001")
 	}
@@ -151,12 +151,14 @@ func openRedis(s Settings, hooks redisHooks) (rueidis.Client, error) {
 }
 
 // registerProcess registers what the counter's process reports besides
-// its own metrics: the build, Go and process collectors, Redis's memory
-// and the hot keys of the store.
-func registerProcess(reg *prometheus.Registry, rdb rueidis.Client, store *core.Store) {
+// its own metrics: the build, Go and process collectors, Redis's memory,
+// the hot keys of the store and the flushes of its client-side cache.
+func registerProcess(reg *prometheus.Registry, rdb rueidis.Client, store *core.Store, cache *core.LocalCache) {
 	buildinfo.Register(reg, "counter")
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(&redisMemory{rdb: rdb}, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "freqcap_counter_hot_keys", Help: "Counters read often enough to go through client-side caching now (COUNTER_HOT_KEY_RATE).",
-	}, func() float64 { return float64(store.Hot()) }))
+	}, func() float64 { return float64(store.Hot()) }), prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "freqcap_counter_cache_flushes_total", Help: "Times the client-side cache was emptied because a Redis connection broke: every cached count is then read from Redis again.",
+	}, func() float64 { return float64(cache.Flushes()) }))
 }
