@@ -24,7 +24,8 @@ import (
 // Sharing one table between connections is sound because a value stays
 // only while the connection that read it tracks its key: the invalidation
 // of a key deletes it whatever connection filled it, and a connection that
-// breaks having filled some of it flushes the whole table.
+// breaks takes the answers it put there with it (another connection's
+// answers stay: their invalidations still come on their own connections).
 type LocalCache struct {
 	mu       sync.RWMutex
 	m        map[string]localEntry
@@ -41,6 +42,7 @@ type localEntry struct {
 	msg     rueidis.RedisMessage
 	buckets []bucket
 	hash    map[string]string // shared by every reader: never changed
+	owner   *conn             // the connection that put it here
 }
 
 // newLocalEntry decodes what a read of key will want decoded.
@@ -74,7 +76,7 @@ func NewLocalCache(maxBytes int) *LocalCache {
 // Install makes every connection of a client opened with opt cache in c.
 func (c *LocalCache) Install(opt *rueidis.ClientOption) {
 	opt.NewCacheStoreFn = func(rueidis.CacheStoreOption) rueidis.CacheStore {
-		return rueidis.NewSimpleCacheAdapter(simpleCache{c: c, filled: new(atomic.Bool)})
+		return rueidis.NewSimpleCacheAdapter(simpleCache{c: c, conn: new(conn)})
 	}
 }
 
@@ -181,11 +183,15 @@ func (c *LocalCache) size() int {
 }
 
 // simpleCache is the table as rueidis.SimpleCache, for the adapter of one
-// connection; filled says the connection has put an answer in it.
+// connection.
 type simpleCache struct {
-	c      *LocalCache
-	filled *atomic.Bool
+	c    *LocalCache
+	conn *conn
 }
+
+// conn is one connection's mark on the table: the answers it put there
+// are its own, and filled says there were some.
+type conn struct{ filled atomic.Bool }
 
 func (s simpleCache) Get(key string) rueidis.RedisMessage {
 	s.c.mu.RLock()
@@ -194,8 +200,8 @@ func (s simpleCache) Get(key string) rueidis.RedisMessage {
 }
 
 func (s simpleCache) Set(key string, val rueidis.RedisMessage) {
-	if !s.filled.Load() {
-		s.filled.Store(true)
+	if !s.conn.filled.Load() {
+		s.conn.filled.Store(true)
 	}
 	c := s.c
 	c.mu.Lock()
@@ -204,6 +210,7 @@ func (s simpleCache) Set(key string, val rueidis.RedisMessage) {
 		c.bytes -= entryBytes(key, old)
 	}
 	e := newLocalEntry(key, val)
+	e.owner = s.conn
 	c.m[key] = e
 	c.bytes += entryBytes(key, e)
 	if c.bytes <= c.maxBytes {
@@ -231,26 +238,32 @@ func (s simpleCache) Del(key string) {
 	}
 }
 
-// Flush empties the table when the connection closes, if it ever filled
-// it: an answer it put there may have missed an invalidation since. A
-// connection that never did (one a Cluster's client opened to learn the
-// topology and closed, say) leaves what the others put there, whose
-// invalidations still come on their own connections.
+// Flush takes out of the table, when the connection closes, the answers
+// it put there: they may have missed an invalidation since. What other
+// connections put there stays, whose invalidations still come on their
+// own connections (a Cluster node's connection that breaks leaves the
+// other nodes' answers). A connection that never filled the table (one a
+// Cluster's client opened to learn the topology and closed, say) has
+// nothing to take.
 func (s simpleCache) Flush() {
-	if !s.filled.Load() {
+	if !s.conn.filled.Load() {
 		return
 	}
 	c := s.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	clear(c.m)
-	c.bytes = 0
+	for k, e := range c.m {
+		if e.owner == s.conn {
+			delete(c.m, k)
+			c.bytes -= entryBytes(k, e)
+		}
+	}
 	c.flushes.Add(1)
 }
 
-// Flushes is how many times the table was emptied because a connection
-// broke (what it held could have missed invalidations): each costs every
-// cached count a read from Redis.
+// Flushes is how many times a connection that had filled the table broke
+// and took its answers with it (they could have missed invalidations):
+// each costs those counts a read from Redis.
 func (c *LocalCache) Flushes() int64 { return c.flushes.Load() }
 
 // hashFieldBytes is about what a decoded hash's map adds per field (its

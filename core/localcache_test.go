@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -180,7 +179,7 @@ func cacheKey(cmd rueidis.Cacheable) string {
 
 func TestLocalCacheIsBounded(t *testing.T) {
 	lc := NewLocalCache(64 << 10)
-	s := simpleCache{c: lc, filled: new(atomic.Bool)}
+	s := simpleCache{c: lc, conn: new(conn)}
 	for i := range 10_000 {
 		s.Set(fmt.Sprintf("key:%d", i), rueidis.RedisMessage{})
 	}
@@ -332,20 +331,77 @@ func TestAReadTakesWhatTheTableHolds(t *testing.T) {
 	}
 }
 
-// TestOnlyAConnectionThatFilledTheTableFlushesIt: a connection's close
-// empties the table only when the connection put answers there (they may
-// have missed invalidations since); one that never did (a Cluster client's
-// connection to learn the topology) leaves the others' answers.
-func TestOnlyAConnectionThatFilledTheTableFlushesIt(t *testing.T) {
+// TestAConnectionTakesOnlyItsOwnAnswersWhenItCloses: a connection's close
+// takes out of the table the answers it put there (they may have missed
+// invalidations since), those it put there last; another connection's
+// answers stay, and a connection that never filled the table (a Cluster
+// client's connection to learn the topology) takes nothing.
+func TestAConnectionTakesOnlyItsOwnAnswersWhenItCloses(t *testing.T) {
 	lc := NewLocalCache(0)
-	filler, idle := simpleCache{c: lc, filled: new(atomic.Bool)}, simpleCache{c: lc, filled: new(atomic.Bool)}
-	filler.Set("k", rueidis.RedisMessage{})
-	idle.Flush()
-	if lc.size() != 1 || lc.Flushes() != 0 {
-		t.Fatalf("a connection that filled nothing closed: %d answers left, %d flushes; want 1, 0", lc.size(), lc.Flushes())
+	a, b, idle := simpleCache{c: lc, conn: new(conn)}, simpleCache{c: lc, conn: new(conn)}, simpleCache{c: lc, conn: new(conn)}
+	a.Set("a", rueidis.RedisMessage{})
+	a.Set("both", rueidis.RedisMessage{})
+	b.Set("b", rueidis.RedisMessage{})
+	b.Set("both", rueidis.RedisMessage{}) // b's answer now
+	has := func(keys ...string) bool {
+		for _, k := range keys {
+			if _, ok := lc.m[k]; !ok {
+				return false
+			}
+		}
+		return lc.size() == len(keys)
 	}
-	filler.Flush()
-	if lc.size() != 0 || lc.Flushes() != 1 {
-		t.Fatalf("the connection that filled the table closed: %d answers left, %d flushes; want 0, 1", lc.size(), lc.Flushes())
+	idle.Flush()
+	if !has("a", "b", "both") || lc.Flushes() != 0 {
+		t.Fatalf("a connection that filled nothing closed: %d answers left, %d flushes; want 3, 0", lc.size(), lc.Flushes())
+	}
+	a.Flush()
+	if !has("b", "both") || lc.Flushes() != 1 {
+		t.Fatalf("a connection closed: %v left, %d flushes; want b's answers b and both, 1", lc.m, lc.Flushes())
+	}
+	b.Flush()
+	if lc.size() != 0 || lc.bytes != 0 || lc.Flushes() != 2 {
+		t.Fatalf("the other closed: %d answers and %d bytes left, %d flushes; want none, 2", lc.size(), lc.bytes, lc.Flushes())
+	}
+}
+
+// TestABrokenConnectionTakesOnlyItsAnswers: when the connections to one
+// Cluster master break, the answers read through them leave the table and
+// those read from the other masters stay. (On one Redis, both leave.)
+func TestABrokenConnectionTakesOnlyItsAnswers(t *testing.T) {
+	srv, lc, rdb, _ := cachingClient(t)
+	ctx := context.Background()
+	// Two keys on different masters of a Cluster; one server otherwise.
+	ka, kb := "lc:{a}", ""
+	for i := 0; kb == ""; i++ {
+		if k := fmt.Sprintf("lc:{b%d}", i); !redistest.Clustered() || srv.MasterOf(t, k) != srv.MasterOf(t, ka) {
+			kb = k
+		}
+	}
+	b := rdb.B()
+	cmds := func() []rueidis.CacheableTTL {
+		return []rueidis.CacheableTTL{rueidis.CT(b.Get().Key(ka).Cache(), time.Minute), rueidis.CT(b.Get().Key(kb).Cache(), time.Minute)}
+	}
+	for _, r := range rdb.DoMultiCache(ctx, cmds()...) {
+		if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) {
+			t.Fatal(err)
+		}
+	}
+	held := func(i int) bool { _, ok := lc.lookup(names(cmds())[i:i+1], time.Now()); return ok }
+	if !held(0) || !held(1) {
+		t.Fatalf("after rueidis cached both answers, the table holds %d", lc.size())
+	}
+	flushes := lc.Flushes()
+	if redistest.Clustered() {
+		srv.Node(srv.MasterOf(t, ka)).OnMasters(t, "CLIENT", "KILL", "TYPE", "normal")
+	} else {
+		srv.OnMasters(t, "CLIENT", "KILL", "TYPE", "normal")
+	}
+	waitUntil(t, func() bool { return !held(0) && lc.Flushes() > flushes })
+	if redistest.Clustered() && !held(1) {
+		t.Error("the connections to one master broke, and another master's answer left the table too")
+	}
+	if !redistest.Clustered() {
+		waitUntil(t, func() bool { return !held(1) })
 	}
 }

@@ -159,6 +159,6 @@ func registerProcess(reg *prometheus.Registry, rdb rueidis.Client, store *core.S
 	reg.MustRegister(&redisMemory{rdb: rdb}, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "freqcap_counter_hot_keys", Help: "Counters read often enough to go through client-side caching now (COUNTER_HOT_KEY_RATE).",
 	}, func() float64 { return float64(store.Hot()) }), prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "freqcap_counter_cache_flushes_total", Help: "Times the client-side cache was emptied because a Redis connection broke: every cached count is then read from Redis again.",
+		Name: "freqcap_counter_cache_flushes_total", Help: "Times a Redis connection that had filled the client-side cache broke: the counts it had put there left the cache and are read from Redis again.",
 	}, func() float64 { return float64(cache.Flushes()) }))
 }
