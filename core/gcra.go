@@ -9,7 +9,4 @@ var gcra = limiterKind{
 	shaping: true,
 	name:    counting.GCRA,
 	param:   func(s *counting.Spec) int64 { return burstOrLimit(s.Burst, s.Limit) },
-	args: func(dst []string, s *counting.Spec, _ *env) ([]string, string) {
-		return intervalAnd(dst, s, burstOrLimit(s.Burst, s.Limit)), ""
-	},
 }

@@ -9,7 +9,4 @@ var leakyBucket = limiterKind{
 	shaping: true,
 	name:    counting.LeakyBucket,
 	param:   func(s *counting.Spec) int64 { return burstOrLimit(s.Capacity, s.Limit) },
-	args: func(dst []string, s *counting.Spec, _ *env) ([]string, string) {
-		return intervalAnd(dst, s, burstOrLimit(s.Capacity, s.Limit)), ""
-	},
 }

@@ -31,9 +31,10 @@ type limiterKind struct {
 	// param is the kind's parameter (burst, capacity), 0 when none; it is
 	// part of the key.
 	param func(s *counting.Spec) int64
-	// args appends the kind's arguments to dst, in the order its Lua
-	// function reads them (as many as its nargs there), and gives the
-	// kind's key suffix ("" when none).
+	// args appends the kind's own arguments to dst, in the order its Lua
+	// function reads them, after those every shaping kind is sent (the
+	// interval and param: limitKeysArgs), and gives the kind's key suffix
+	// ("" when none); nil when it has none.
 	args func(dst []string, s *counting.Spec, e *env) (_ []string, suffix string)
 	// takes names the spec's options the kind takes (burst, capacity,
 	// acquire); the others must be zero.
@@ -186,7 +187,14 @@ func limitKeysArgs(it *counting.Item, e *env, sub string) ([]string, []string) {
 		k := kinds[s.Kind].(limiterKind)
 		var suffix string
 		args = append(args, string(k.name))
-		args, suffix = k.args(args, s, e)
+		if k.shaping {
+			// The microseconds between two units (period/limit, rounded
+			// down: at least 1, checked) and the burst or capacity.
+			args = append(args, strconv.FormatInt(s.PeriodMs*1000/s.Limit, 10), strconv.FormatInt(k.param(s), 10))
+		}
+		if k.args != nil {
+			args, suffix = k.args(args, s, e)
+		}
 		if i == 0 && sub != "" {
 			suffix += ":" + Escape(sub)
 		}
@@ -199,13 +207,6 @@ func limitKeysArgs(it *counting.Item, e *env, sub string) ([]string, []string) {
 // and period (ms).
 func limitAndPeriod(dst []string, s *counting.Spec) []string {
 	return append(dst, strconv.FormatInt(s.Limit, 10), strconv.FormatInt(s.PeriodMs, 10))
-}
-
-// intervalAnd are the arguments of a shaping kind: the microseconds
-// between two units (period/limit, rounded down: at least 1, checked) and
-// its parameter (burst, capacity).
-func intervalAnd(dst []string, s *counting.Spec, param int64) []string {
-	return append(dst, strconv.FormatInt(s.PeriodMs*1000/s.Limit, 10), strconv.FormatInt(param, 10))
 }
 
 // usToMs rounds microseconds up to milliseconds; -1 (never) stays.

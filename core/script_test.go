@@ -37,10 +37,12 @@ func TestLimiterArgumentsAreTheOnesTheirKindsRead(t *testing.T) {
 		if m == nil {
 			t.Fatalf("kind %s declares no nargs in the library", k)
 		}
-		s := counting.Spec{Kind: k, Limit: 100, PeriodMs: 60000}
-		args, _ := kinds[k].(limiterKind).args(nil, &s, e)
-		if strconv.Itoa(len(args)) != m[1] {
-			t.Errorf("kind %s sends %d arguments %q, its Lua function reads %s", k, len(args), args, m[1])
+		it := counting.Item{Scope: counting.Scope{Policy: "p"}, Subject: counting.Subject{ID: "k"},
+			Spec: counting.Spec{Kind: k, Limit: 100, PeriodMs: 60000}, Hits: 1}
+		_, args := limitKeysArgs(&it, e, "")
+		// now, cost, then the kind's name and its arguments
+		if own := args[3:]; strconv.Itoa(len(own)) != m[1] {
+			t.Errorf("kind %s sends %d arguments %q, its Lua function reads %s", k, len(own), own, m[1])
 		}
 	}
 	if !strings.Contains(src, "\nlocal grace = "+strconv.Itoa(limitGraceMs)+"\n") {

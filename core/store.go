@@ -231,45 +231,50 @@ func (s *Store) write(ctx context.Context, items []counting.Item) []counting.Res
 	s.reach.Observe(firstErr(out))
 	res := make([]counting.Result, len(items))
 	for k, run := range runs {
-		v, err := out[k].AsIntSlice()
-		if err == nil && run.quiet && len(v) != len(run.eids) {
-			err = fmt.Errorf("count function returned %d values for a quiet run of %d events", len(v), len(run.eids))
-		}
-		for p, i := range run.items {
-			it, r := &items[i], &res[i]
-			r.Allowed = true
-			vals, ierr := v, err
-			switch {
-			case ierr != nil:
-			case run.quiet:
-				// Event p/np's answer: the counters it was counted on
-				// before, bit j for its j-th (its items are in the
-				// order of its parts).
-				np := len(run.keys) - 1
-				r.Duplicate = v[p/np]>>(p%np)&1 == 1
-			case run.counts():
-				// Each part's answer is its length, then its values.
-				vals, v, ierr = splitPart(v)
-			}
-			if ierr == nil && !run.quiet {
-				ierr = kinds[it.Spec.Kind].wrote(it, e, vals, r)
-				if it.Quiet && run.counts() {
-					// In a run that answers counts for another item of
-					// its event: a quiet item answers none.
-					r.Count, r.TTLMs = 0, 0
-				}
-			}
-			if ierr != nil {
-				s.metrics.RedisError("write")
-				*r = s.writeFailed(ierr)
-				continue
-			}
-			if r.Duplicate {
-				s.metrics.Duplicate()
-			}
-		}
+		s.answerRun(run, out[k], items, e, res)
 	}
 	return res
+}
+
+// answerRun puts in res the answers of run's items from Redis's answer
+// to it, out.
+func (s *Store) answerRun(run *scriptRun, out rueidis.RedisResult, items []counting.Item, e *env, res []counting.Result) {
+	v, err := out.AsIntSlice()
+	if err == nil && run.quiet && len(v) != len(run.eids) {
+		err = fmt.Errorf("count function returned %d values for a quiet run of %d events", len(v), len(run.eids))
+	}
+	for p, i := range run.items {
+		it, r := &items[i], &res[i]
+		r.Allowed = true
+		vals, ierr := v, err
+		switch {
+		case ierr != nil:
+		case run.quiet:
+			// Event p/np's answer: the counters it was counted on before,
+			// bit j for its j-th (its items are in the order of its parts).
+			np := len(run.keys) - 1
+			r.Duplicate = v[p/np]>>(p%np)&1 == 1
+		case run.counts():
+			// Each part's answer is its length, then its values.
+			vals, v, ierr = splitPart(v)
+		}
+		if ierr == nil && !run.quiet {
+			ierr = kinds[it.Spec.Kind].wrote(it, e, vals, r)
+			if it.Quiet && run.counts() {
+				// In a run that answers counts for another item of its
+				// event: a quiet item answers none.
+				r.Count, r.TTLMs = 0, 0
+			}
+		}
+		if ierr != nil {
+			s.metrics.RedisError("write")
+			*r = s.writeFailed(ierr)
+			continue
+		}
+		if r.Duplicate {
+			s.metrics.Duplicate()
+		}
+	}
 }
 
 // again sends the runs Redis did not have the script or the function of

@@ -11,7 +11,6 @@ var tokenBucket = limiterKind{
 	name:    counting.TokenBucket,
 	param:   func(s *counting.Spec) int64 { return burstOrLimit(s.Burst, s.Limit) },
 	args: func(dst []string, s *counting.Spec, _ *env) ([]string, string) {
-		dst = intervalAnd(dst, s, burstOrLimit(s.Burst, s.Limit))
 		if s.Acquire {
 			return append(dst, "1"), ""
 		}
