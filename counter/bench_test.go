@@ -448,6 +448,15 @@ func BenchmarkHotReadHandler(b *testing.B) {
 	}
 }
 
+// BenchmarkColdReadHandler is make bench's cold read without the network:
+// GET /v1/freq of a device's 3-hour window, a different device each time,
+// through the counter's router and a read of Redis.
+func BenchmarkColdReadHandler(b *testing.B) {
+	benchRequests(b, func(i int) *http.Request {
+		return httptest.NewRequest(http.MethodGet, "/v1/freq?cid=42&device=dev-"+strconv.Itoa(i)+"&windowHours=3", nil)
+	})
+}
+
 // BenchmarkAddFreqHandler is make bench's AddFreq without the network: a
 // Connect JSON call through the counter's router, on rotating keys.
 func BenchmarkAddFreqHandler(b *testing.B) {
@@ -468,6 +477,16 @@ func BenchmarkLimitHandler(b *testing.B) {
 // benchPost posts body(i) as JSON to path through the counter's router,
 // once per iteration, and wants 200 answers.
 func benchPost(b *testing.B, path string, body func(i int) string) {
+	benchRequests(b, func(i int) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body(i)))
+		r.Header.Set("Content-Type", "application/json")
+		return r
+	})
+}
+
+// benchRequests serves request(i) through the counter's router, once per
+// iteration, and wants 200 answers.
+func benchRequests(b *testing.B, request func(i int) *http.Request) {
 	srv := redistest.Start(b)
 	st, s := testStore(b, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=1s")
 	h := NewServer(discardLogger(), s, st.Store, st.m, prometheus.NewRegistry())
@@ -476,8 +495,7 @@ func benchPost(b *testing.B, path string, body func(i int) string) {
 	b.ReportAllocs()
 	for b.Loop() {
 		i++
-		r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body(i)))
-		r.Header.Set("Content-Type", "application/json")
+		r := request(i)
 		clear(w.h)
 		w.status = 0
 		h.ServeHTTP(w, r)

@@ -6,8 +6,10 @@
 // operation N times through the counting core (as the counter does),
 // dumps callgrind's counters around each, and prints instructions per
 // operation (the Redis event loop and network included, as in production).
-// Last, a notice end to end: through a counter and a callback built here
-// (see notices).
+// Then a notice end to end: through a counter and a callback built here
+// (see notices). Last, the services' own instructions per request of the
+// paths make bench measures by throughput, in their handler benchmarks
+// (see handlers).
 //
 //	go run ./bench/instructions            # make bench-instructions
 //	INSTRUCTIONS_N=2000 go run ./bench/instructions
@@ -96,7 +98,10 @@ func run() error {
 		}
 		fmt.Printf("| %s | %d |\n", o.name, per)
 	}
-	return measureAllNotices(rdb, addr, only, n, dir, srv.Process.Pid)
+	if err := measureAllNotices(rdb, addr, only, n, dir, srv.Process.Pid); err != nil {
+		return err
+	}
+	return measureHandlers(context.Background(), only, n, dir)
 }
 
 // measureAllNotices counts the Redis work of a notice end to end, through
