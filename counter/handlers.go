@@ -126,8 +126,15 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any, shap
 		}
 		return apierr.Invalid("body must be JSON %s: %s", shape, err)
 	}
-	if req, ok := v.(*counting.BatchRequest); ok && decodeBatchFast(body, req) {
-		return nil
+	switch req := v.(type) {
+	case *counting.BatchRequest:
+		if decodeBatchFast(body, req) {
+			return nil
+		}
+	case *counting.LimitRequest:
+		if decodeLimitFast(body, req) {
+			return nil
+		}
 	}
 	return httpjson.Unmarshal(body, v, shape)
 }

@@ -84,13 +84,25 @@ const KeyRule = "1-256 bytes of UTF-8 without control, invisible (default-ignora
 // valid UTF-8 without the characters unseen refuses (zero-width spaces,
 // byte-order marks, fillers make look-alike keys), but the space.
 func ValidKey(s string) bool {
-	if len(s) == 0 || len(s) > 256 || !utf8.ValidString(s) {
+	if len(s) == 0 || len(s) > 256 {
 		return false
 	}
-	for _, r := range s {
-		if r != ' ' && unseen(r) {
+	// ASCII byte by byte, as ValidID: of it, unseen refuses only the
+	// controls and whitespace, of which a key keeps the space.
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < ' ' || c == 0x7f {
+				return false
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || unseen(r) { // invalid UTF-8, or unseen
 			return false
 		}
+		i += size
 	}
 	return true
 }

@@ -3,6 +3,7 @@ package ids
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestValidCID(t *testing.T) {
@@ -57,4 +58,22 @@ func TestRandomIDsDifferAndAreValid(t *testing.T) {
 		}
 		seen[id] = true
 	}
+}
+
+// FuzzValidKey: ValidKey's byte-at-a-time ASCII path answers what the rule
+// says of every string: valid UTF-8 whose every rune but the space is not
+// unseen.
+func FuzzValidKey(f *testing.F) {
+	for _, s := range []string{"user 42", "설명 키", "a\u00a0b", "a\tb", "\xff", "a\x7fb", "\ufffd", "a\u200bb", "\xed\xa0\x80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := len(s) > 0 && len(s) <= 256 && utf8.ValidString(s)
+		for _, r := range s {
+			want = want && (r == ' ' || !unseen(r))
+		}
+		if got := ValidKey(s); got != want {
+			t.Fatalf("ValidKey(%q) = %v, want %v", s, got, want)
+		}
+	})
 }
