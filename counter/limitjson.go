@@ -4,8 +4,8 @@ import "github.com/freqcap/freqcap/shared/counting"
 
 // The body of POST /v1/limit (one rate-limit check) is decoded here in its
 // plain form, as batchjson.go decodes the batches: go-json-experiment's
-// reflection was about a seventh of the handler's instructions
-// (make bench-instructions). Anything not plain goes to httpjson.Unmarshal,
+// reflection was about a seventh of the handler's instructions (callgrind's
+// profile of BenchmarkLimitHandler). Anything not plain goes to httpjson.Unmarshal,
 // which decodes it or says what is wrong; FuzzLimitJSON checks the two
 // agree.
 

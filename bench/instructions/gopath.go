@@ -125,6 +125,9 @@ func handlerRun(ctx context.Context, bin, bench string, n int, out string) (int6
 	}
 	return total, nil
 }
+
+// lastLines is the last n lines of s, for an error that shows what a run
+// printed last.
 func lastLines(s string, n int) string {
 	ls := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(ls[max(0, len(ls)-n):], "\n")
