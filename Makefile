@@ -46,7 +46,7 @@ bench: test-tools
 	@command -v wrk >/dev/null 2>&1 || { echo "wrk is required: apt-get install -y wrk"; exit 1; }
 	$(GO) run ./bench
 
-## bench-instructions: redis-server instructions per notice (a run, and end to end through callback and the counter), read and limiter check, and the services' own per request in their handlers, counted under valgrind's callgrind (about 8 min)
+## bench-instructions: redis-server instructions per notice (a run, and end to end through callback and the counter), read and limiter check, and the services' own per request in their handlers, counted under valgrind's callgrind (about 15 min)
 bench-instructions:
 	@command -v valgrind >/dev/null 2>&1 || { echo "valgrind is required: apt-get install -y valgrind"; exit 1; }
 	$(GO) run ./bench/instructions

@@ -457,6 +457,45 @@ func BenchmarkColdReadHandler(b *testing.B) {
 	})
 }
 
+// BenchmarkBatchReadHandler is make bench's batch-50 without the network:
+// POST /v1/freq/batch of 50 candidate campaigns' 3-hour windows on one
+// device (UUID-shaped, as make bench's), a different device each time,
+// through the counter's router and a read of Redis.
+func BenchmarkBatchReadHandler(b *testing.B) {
+	benchPost(b, "/v1/freq/batch", func(i int) string {
+		return itemsBody(50, func(sb *strings.Builder, c int) {
+			fmt.Fprintf(sb, `{"cid":"c%d","dims":{"device":"%08x-0000-4000-8000-%012x"},"windowHours":[3]}`, c+1, i, i)
+		})
+	})
+}
+
+// BenchmarkWriteBatchHandler is make bench's write-batch-20 without the
+// network: POST /v1/incr/batch of 20 notices, each on its own device
+// (UUID-shaped) and a shared bundle and tagid, with event ids, through the
+// counter's router and Redis's runs.
+func BenchmarkWriteBatchHandler(b *testing.B) {
+	benchPost(b, "/v1/incr/batch", func(i int) string {
+		return itemsBody(20, func(sb *strings.Builder, n int) {
+			d := i*20 + n
+			fmt.Fprintf(sb, `{"cid":"42","dims":{"device":"%08x-0000-4000-8000-%012x","bundle":"com.hot","tagid":"7"},"windowHours":[3],"eid":"b-%d"}`, d, d, d)
+		})
+	})
+}
+
+// itemsBody is a batch's body, {"items":[...]}: item writes its k-th of n.
+func itemsBody(n int, item func(sb *strings.Builder, k int)) string {
+	var sb strings.Builder
+	sb.WriteString(`{"items":[`)
+	for k := range n {
+		if k > 0 {
+			sb.WriteByte(',')
+		}
+		item(&sb, k)
+	}
+	sb.WriteString("]}")
+	return sb.String()
+}
+
 // BenchmarkAddFreqHandler is make bench's AddFreq without the network: a
 // Connect JSON call through the counter's router, on rotating keys.
 func BenchmarkAddFreqHandler(b *testing.B) {

@@ -16,16 +16,21 @@ import (
 // handler and the store, without the network) run under callgrind.
 type handler struct {
 	name, pkg, bench string
+	// div: a request does the work of many (a batch), so its benchmark
+	// runs n/div requests.
+	div int
 }
 
 // handlers are the paths make bench measures by throughput, as their
 // packages' benchmarks run them.
 var handlers = []handler{
-	{"Go: hot read, GET /v1/freq bundle+tagid from the client-side cache", "./counter", "BenchmarkHotReadHandler"},
-	{"Go: cold read, GET /v1/freq of a new device", "./counter", "BenchmarkColdReadHandler"},
-	{"Go: rate-limit check, POST /v1/limit gcra", "./counter", "BenchmarkLimitHandler"},
-	{"Go: AddFreq over Connect JSON", "./counter", "BenchmarkAddFreqHandler"},
-	{"Go: a win at callback, GET /win appended to the journal", "./callback", "BenchmarkWinHandler"},
+	{"Go: hot read, GET /v1/freq bundle+tagid from the client-side cache", "./counter", "BenchmarkHotReadHandler", 1},
+	{"Go: cold read, GET /v1/freq of a new device", "./counter", "BenchmarkColdReadHandler", 1},
+	{"Go: batch read, POST /v1/freq/batch of 50 campaigns on a new device", "./counter", "BenchmarkBatchReadHandler", 10},
+	{"Go: write batch, POST /v1/incr/batch of 20 notices (device, shared bundle and tagid)", "./counter", "BenchmarkWriteBatchHandler", 10},
+	{"Go: rate-limit check, POST /v1/limit gcra", "./counter", "BenchmarkLimitHandler", 1},
+	{"Go: AddFreq over Connect JSON", "./counter", "BenchmarkAddFreqHandler", 1},
+	{"Go: a win at callback, GET /win appended to the journal", "./callback", "BenchmarkWinHandler", 1},
 }
 
 // measureHandlers counts the instructions the Go process executes per
@@ -54,7 +59,7 @@ func measureHandlers(ctx context.Context, only string, n int, dir string) error 
 			}
 			bins[h.pkg] = bin
 		}
-		per, err := handlerInstructions(ctx, bin, h.bench, n, dir)
+		per, err := handlerInstructions(ctx, bin, h.bench, max(n/h.div, 1), dir)
 		if err != nil {
 			return fmt.Errorf("%s: %w", h.name, err)
 		}
