@@ -52,8 +52,12 @@ func wroteBuckets(part string, _ *counting.Item, v []int64, r *counting.Result) 
 	return nil
 }
 
+// read is the command that reads a counter's hour buckets: the whole hash,
+// which holds only the hours that had events (at most R+1 of them). It does
+// not depend on the hour or the window, so one answer (and one cached copy)
+// serves every window of the counter, this hour and the next.
 func (hoursKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
-	return e.one(readHours(e.b, it)), true
+	return e.one(e.read("HGETALL", Hours(it))), true
 }
 
 func (hoursKind) appendLocalName(b []byte, it *counting.Item) ([]byte, bool) {
@@ -62,14 +66,6 @@ func (hoursKind) appendLocalName(b []byte, it *counting.Item) ([]byte, bool) {
 
 func (hoursKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *counting.Result) error {
 	return e.hoursMemo.Got(rs, e.hour, it.Spec.Span, r)
-}
-
-// readHours is the command that reads a counter's hour buckets: the whole
-// hash, which holds only the hours that had events (at most R+1 of them).
-// It does not depend on the hour or the window, so one answer (and one
-// cached copy) serves every window of the counter, this hour and the next.
-func readHours(b rueidis.Builder, it *counting.Item) rueidis.Cacheable {
-	return b.Hgetall().Key(Hours(it)).Cache()
 }
 
 // bucket is one hour bucket of a counter: its epoch hour and count.

@@ -108,6 +108,24 @@ type env struct {
 	// cmds holds the commands a kind's read answers, until the plan has
 	// copied them: no slice is made per item read.
 	cmds [2]rueidis.Cacheable
+	// cluster: Redis is a cluster, and each command goes to the node of
+	// its key's slot.
+	cluster bool
+}
+
+// read is the read command name key args..., cacheable. rueidis computes
+// a key's slot (a CRC16 of its hash tag, about 130 ns for a device's) for
+// every key given as a key; only a cluster routes by it, so elsewhere the
+// key goes as an argument, and the plan gives the first command of a
+// pipeline its slot (rueidis picks one of its connections by it).
+func (e *env) read(name, key string, args ...string) rueidis.Cacheable {
+	c := e.b.Arbitrary(name)
+	if e.cluster {
+		c = c.Keys(key)
+	} else {
+		c = c.Args(key)
+	}
+	return rueidis.Cacheable(c.Args(args...).ReadOnly())
 }
 
 // one is the read of the one command c, in e's cmds.

@@ -45,7 +45,7 @@ func (lifetimeKind) wrote(it *counting.Item, e *env, v []int64, r *counting.Resu
 
 func (lifetimeKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
 	// The lifetime ends at its end: a cached count is right.
-	return e.one(e.b.Get().Key(Natural(it)).Cache()), true
+	return e.one(e.read("GET", Natural(it))), true
 }
 
 func (k lifetimeKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *counting.Result) error {

@@ -87,7 +87,7 @@ func TestLocalNamesAreRueidisNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
-	e := &env{b: rdb.B(), now: time.Now(), loc: time.UTC}
+	e := &env{b: rdb.B(), now: time.Now(), loc: time.UTC, cluster: rdb.Mode() == rueidis.ClientModeCluster}
 	items := []counting.Item{
 		{Scope: counting.Scope{Campaign: "42", Event: "win"}, Subject: counting.Subject{Dim: "bundle", ID: "com.x"}, Spec: counting.Spec{Kind: counting.Day, Span: 1}},
 		{Scope: counting.Scope{Campaign: "42", Event: "win", Level: "advertiser"}, Subject: counting.Subject{Dim: "device", ID: "d:1{%}"}, Spec: counting.Spec{Kind: counting.Hours, Span: 3}},

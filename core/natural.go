@@ -60,7 +60,7 @@ func (k naturalKind) wrote(it *counting.Item, e *env, v []int64, r *counting.Res
 
 func (k naturalKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
 	// The period always ends at its calendar end: a cached count is right.
-	return e.one(e.b.Get().Key(Natural(it)).Cache()), true
+	return e.one(e.read("GET", Natural(it))), true
 }
 
 func (k naturalKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *counting.Result) error {

@@ -110,6 +110,7 @@ func NewStore(rdb rueidis.Client, o Options, m Metrics) *Store {
 	}
 	st := &Store{
 		rdb:         rdb,
+		cluster:     rdb.Mode() == rueidis.ClientModeCluster,
 		reach:       o.Reach,
 		local:       o.Cache,
 		loc:         o.Location,

@@ -76,7 +76,7 @@ func (k periodsKind) wrote(it *counting.Item, _ *env, v []int64, r *counting.Res
 func (periodsKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
 	// The whole hash: its answer does not depend on the period, so a
 	// cached copy serves every span, now and in the next period.
-	return e.one(e.b.Hgetall().Key(Periods(it)).Cache()), true
+	return e.one(e.read("HGETALL", Periods(it))), true
 }
 
 func (k periodsKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *counting.Result) error {

@@ -70,7 +70,7 @@ func (reserveKind) wrote(_ *counting.Item, _ *env, v []int64, r *counting.Result
 func (reserveKind) read(it *counting.Item, e *env) ([]rueidis.Cacheable, bool) {
 	// The whole set: the live ones are counted at the read's instant, so
 	// a cached copy stays right as members expire.
-	return e.one(e.b.Zrange().Key(Reserved(it)).Min("0").Max("-1").Withscores().Cache()), true
+	return e.one(e.read("ZRANGE", Reserved(it), "0", "-1", "WITHSCORES")), true
 }
 
 func (reserveKind) got(_ *counting.Item, e *env, rs []rueidis.RedisResult, r *counting.Result) error {

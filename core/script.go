@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"strconv"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -46,7 +47,15 @@ type function struct {
 	src, name string
 }
 
-func (f *function) fcall(c rueidis.Client, keys, args []string) rueidis.Completed {
+// fcall is a call of the function on keys with args. hashed gives the
+// call its keys' slot, which a cluster sends it by, and by which rueidis
+// picks one of its connections for a pipeline elsewhere (by its first
+// command's); unhashed, on a Redis that is not a cluster, the keys go as
+// arguments and their slot is not computed (see env.read).
+func (f *function) fcall(c rueidis.Client, keys, args []string, hashed bool) rueidis.Completed {
+	if !hashed {
+		return c.B().Arbitrary("FCALL", f.name, strconv.Itoa(len(keys))).Args(keys...).Args(args...).Build()
+	}
 	return c.B().Fcall().Function(f.name).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 
@@ -73,12 +82,12 @@ func (f *function) load(ctx context.Context, c rueidis.Client) error {
 // exec calls the function alone (not in a write batch), loading the
 // library first when Redis does not have it.
 func (f *function) exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
-	r := c.Do(ctx, f.fcall(c, keys, args))
+	r := c.Do(ctx, f.fcall(c, keys, args, true))
 	if isNoFunction(r.Error()) {
 		if err := f.load(ctx, c); err != nil {
 			return rueidis.NewErrorResult(err)
 		}
-		r = c.Do(ctx, f.fcall(c, keys, args))
+		r = c.Do(ctx, f.fcall(c, keys, args, true))
 	}
 	return r
 }

@@ -96,9 +96,9 @@ func readSliding(e *env, it *counting.Item, nowMs int64) []rueidis.Cacheable {
 	k := Sliding(it)
 	from := strconv.FormatInt(nowMs-it.Spec.Span*1000, 10)
 	return e.two(
-		e.b.Zcount().Key(k).Min(from).Max("+inf").Cache(),
+		e.read("ZCOUNT", k, from, "+inf"),
 		// The newest event still in the window; an older one is forgotten.
-		e.b.Zrange().Key(k).Min("+inf").Max(from).Byscore().Rev().Limit(0, 1).Withscores().Cache(),
+		e.read("ZRANGE", k, "+inf", from, "BYSCORE", "REV", "LIMIT", "0", "1", "WITHSCORES"),
 	)
 }
 

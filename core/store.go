@@ -26,6 +26,7 @@ import (
 // node) and enforces the read deadline.
 type Store struct {
 	rdb         rueidis.Client
+	cluster     bool // rdb is a Redis Cluster's client
 	loc         *time.Location
 	now         func() time.Time
 	wallClock   bool // now is time.Now (no clock was injected)
@@ -59,6 +60,7 @@ func (s *Store) env() *env {
 	now := s.now()
 	return &env{
 		b:         s.rdb.B(),
+		cluster:   s.cluster,
 		now:       now,
 		loc:       s.loc,
 		hour:      now.Unix() / 3600,
@@ -210,7 +212,8 @@ func (s *Store) write(ctx context.Context, items []counting.Item) []counting.Res
 	cmds := make(rueidis.Commands, len(runs))
 	for k, r := range runs {
 		if r.fn != nil {
-			cmds[k] = r.fn.fcall(s.rdb, r.keys, r.args)
+			// The first run's slot picks the pipeline's connection.
+			cmds[k] = r.fn.fcall(s.rdb, r.keys, r.args, s.cluster || k == 0)
 		} else {
 			cmds[k] = r.script.evalsha(s.rdb, r.keys, r.args)
 		}
@@ -293,7 +296,7 @@ func (s *Store) again(ctx context.Context, runs []*scriptRun, again []int, missi
 	cmds := make(rueidis.Commands, len(again))
 	for k, p := range again {
 		if r := runs[p]; r.fn != nil {
-			cmds[k] = r.fn.fcall(s.rdb, r.keys, r.args)
+			cmds[k] = r.fn.fcall(s.rdb, r.keys, r.args, s.cluster || k == 0)
 		} else {
 			cmds[k] = r.script.eval(s.rdb, r.keys, r.args)
 		}
@@ -810,6 +813,12 @@ func (s *Store) plan(p *readPlan, items []counting.Item, e *env, through []bool)
 		for _, c := range cmds {
 			p.direct = append(p.direct, rueidis.Completed(c))
 		}
+	}
+	if !s.cluster && len(p.direct) > 0 {
+		// Its keys have no slot (env.read): rueidis picks the pipeline's
+		// connection by its first command's, as it did when each key had
+		// one. (The cached ones go by one connection.)
+		p.direct[0] = p.direct[0].SetSlot(p.direct[0].Commands()[1])
 	}
 }
 

@@ -135,13 +135,13 @@ func (k windowKind) got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *
 // is false when a cached answer would be wrong.
 func readWindow(e *env, it *counting.Item) (cmds []rueidis.Cacheable, cacheable bool) {
 	key := Window(it)
-	get := e.b.Get().Key(key).Cache()
+	get := e.read("GET", key)
 	if it.Scope.Campaign != "" {
 		// A campaign's day window always ends at the end of today.
 		return e.one(get), true
 	}
 	// The TTL shrinks every millisecond: a cached one would be wrong.
-	return e.two(get, e.b.Pttl().Key(key).Cache()), false
+	return e.two(get, e.read("PTTL", key)), false
 }
 
 // gotWindow decodes ReadWindow's answers: the count, and the TTL when it
