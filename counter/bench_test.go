@@ -482,6 +482,35 @@ func BenchmarkWriteBatchHandler(b *testing.B) {
 	})
 }
 
+// BenchmarkDecideHandler is a bidder's one question without the network:
+// POST /v1/decide of 50 campaigns by id, each declaring a day and a
+// 3-hour cap on the device and a day's on the bundle, for a new device
+// (UUID-shaped) each time on one bundle, through the counter's router: the
+// declarations and the bundle's counts from the process's table, the
+// device's from Redis. Direct mode (client.DecideIDs) runs the same code.
+func BenchmarkDecideHandler(b *testing.B) {
+	srv := redistest.Start(b)
+	caps := []counting.Cap{
+		{Level: "campaign", Event: "win", Dim: "device", Window: counting.CapWindow{Unit: "day", N: 1}, Limit: 3},
+		{Level: "campaign", Event: "win", Dim: "device", Window: counting.CapWindow{Unit: "hours", N: 3}, Limit: 2},
+		{Level: "campaign", Event: "win", Dim: "bundle", Window: counting.CapWindow{Unit: "day", N: 1}, Limit: 1000},
+	}
+	var cands strings.Builder
+	for c := range 50 {
+		declare(b, srv, fmt.Sprint("d", c), caps...)
+		if c > 0 {
+			cands.WriteByte(',')
+		}
+		fmt.Fprintf(&cands, `{"cid":"d%d"}`, c)
+	}
+	benchRequestsOn(b, srv, func(i int) *http.Request {
+		body := fmt.Sprintf(`{"identities":{"device":"%08x-0000-4000-8000-%012x","bundle":"com.bench"},"candidates":[%s]}`, i, i, cands.String())
+		r := httptest.NewRequest(http.MethodPost, "/v1/decide", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		return r
+	})
+}
+
 // itemsBody is a batch's body, {"items":[...]}: item writes its k-th of n.
 func itemsBody(n int, item func(sb *strings.Builder, k int)) string {
 	var sb strings.Builder
@@ -526,7 +555,11 @@ func benchPost(b *testing.B, path string, body func(i int) string) {
 // benchRequests serves request(i) through the counter's router, once per
 // iteration, and wants 200 answers.
 func benchRequests(b *testing.B, request func(i int) *http.Request) {
-	srv := redistest.Start(b)
+	benchRequestsOn(b, redistest.Start(b), request)
+}
+
+// benchRequestsOn is benchRequests on srv.
+func benchRequestsOn(b *testing.B, srv *redistest.Server, request func(i int) *http.Request) {
 	st, s := testStore(b, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=1s")
 	h := NewServer(discardLogger(), s, st.Store, st.m, prometheus.NewRegistry())
 	w := &discardWriter{h: http.Header{}}

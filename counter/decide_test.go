@@ -21,7 +21,7 @@ import (
 )
 
 // declare stores a campaign's declared caps as callback's admin API does.
-func declare(t *testing.T, srv *redistest.Server, cid string, caps ...counting.Cap) {
+func declare(t testing.TB, srv *redistest.Server, cid string, caps ...counting.Cap) {
 	t.Helper()
 	c := newClient(t, srv.URL())
 	args := append([]string{"HSET", campaign.Key(cid)}, campaign.Declaration{Caps: caps}.Fields()...)

@@ -31,6 +31,7 @@ var handlers = []handler{
 	{"Go: rate-limit check, POST /v1/limit gcra", "./counter", "BenchmarkLimitHandler", 1},
 	{"Go: AddFreq over Connect JSON", "./counter", "BenchmarkAddFreqHandler", 1},
 	{"Go: a win at callback, GET /win appended to the journal", "./callback", "BenchmarkWinHandler", 1},
+	{"Go: decide, POST /v1/decide of 50 campaigns by id on a new device (direct mode's DecideIDs runs the same code)", "./counter", "BenchmarkDecideHandler", 10},
 }
 
 // measureHandlers counts the instructions the Go process executes per
@@ -91,7 +92,7 @@ func handlerInstructions(ctx context.Context, bin, bench string, n int, dir stri
 	var total [2]int64
 	for k, runs := range []int{n, 3 * n} {
 		for try := range 2 {
-			out := filepath.Join(dir, fmt.Sprintf("callgrind.go.%s.%d.%d", bench, runs, try))
+			out := filepath.Join(dir, fmt.Sprintf("callgrind.go.%s.%d.%d", fileName(bench), runs, try))
 			var t int64
 			var err error
 			for range 20 {
@@ -108,6 +109,17 @@ func handlerInstructions(ctx context.Context, bin, bench string, n int, dir stri
 		}
 	}
 	return (total[1] - total[0]) / int64(2*n), nil
+}
+
+// fileName is bench (a benchmark's pattern, with its sub-benchmark's:
+// BenchmarkDecide50$/^direct) as a file's name.
+func fileName(bench string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '$' || r == '^' {
+			return '_'
+		}
+		return r
+	}, bench)
 }
 
 // handlerRun runs benchmark bench of bin for n requests under callgrind
