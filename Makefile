@@ -46,7 +46,7 @@ bench: test-tools
 	@command -v wrk >/dev/null 2>&1 || { echo "wrk is required: apt-get install -y wrk"; exit 1; }
 	$(GO) run ./bench
 
-## bench-instructions: redis-server instructions per notice (a run, and end to end through callback and the counter), read and limiter check, and the services' own per request in their handlers, counted under valgrind's callgrind (about 15 min)
+## bench-instructions: redis-server instructions per notice (a run, and end to end through callback and the counter), read and limiter check, and the services' own per request in their handlers, counted under valgrind's callgrind (about 17 min)
 bench-instructions:
 	@command -v valgrind >/dev/null 2>&1 || { echo "valgrind is required: apt-get install -y valgrind"; exit 1; }
 	$(GO) run ./bench/instructions
@@ -62,7 +62,7 @@ dashboard-check: test-tools
 
 ## fuzz: run every fuzz target for FUZZTIME (30s) each; make test runs their seed corpora
 FUZZTIME ?= 30s
-FUZZ_TARGETS := ./counter:FuzzParseQuery ./counter:FuzzDecodeBatch ./counter:FuzzBatchJSON ./counter:FuzzConnectJSON ./callback:FuzzParseNotice ./callback:FuzzJournalEntry ./shared/signing:FuzzVerify
+FUZZ_TARGETS := ./counter:FuzzParseQuery ./counter:FuzzDecodeBatch ./counter:FuzzBatchJSON ./counter:FuzzDecideJSON ./counter:FuzzVerdictsJSON ./counter:FuzzConnectJSON ./counter:FuzzLimitJSON ./counter:FuzzLimitAnswerJSON ./callback:FuzzParseNotice ./callback:FuzzJournalEntry ./shared/signing:FuzzVerify ./shared/ids:FuzzValidKey
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$fn ($$pkg, $(FUZZTIME))"; \

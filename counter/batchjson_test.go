@@ -77,13 +77,21 @@ func TestBatchJSONTakesThePlainForm(t *testing.T) {
 				Week: true, Zone: "America/New_York", Periods: []counting.Period{{Unit: "day", N: 7}}}}},
 		{CID: "43", Dims: map[string]string{"bundle": "com.foo.bar"}, PaceWindowSec: 600, Month: true, LifetimeEnd: 1893456000, Lost: true},
 	}}
-	for name, marshal := range map[string]func(any) ([]byte, error){"encoding/json": json.Marshal, "goccy/go-json (callback's)": gojson.Marshal} {
+	takesPlainForm(t, sent, decodeBatchFast)
+}
+
+// takesPlainForm fails t unless sent, as encoding/json and goccy/go-json
+// (callback's and the client's codec) write it, goes decode's fast way and
+// decodes to sent.
+func takesPlainForm[T any](t *testing.T, sent T, decode func([]byte, *T) bool) {
+	t.Helper()
+	for name, marshal := range map[string]func(any) ([]byte, error){"encoding/json": json.Marshal, "goccy/go-json": gojson.Marshal} {
 		b, err := marshal(sent)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got counting.BatchRequest
-		if !decodeBatchFast(b, &got) {
+		var got T
+		if !decode(b, &got) {
 			t.Fatalf("%s: %s went the slow way", name, b)
 		}
 		if !reflect.DeepEqual(got, sent) {

@@ -135,6 +135,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any, shap
 		if decodeLimitFast(body, req) {
 			return nil
 		}
+	case *counting.DecideRequest:
+		if decodeDecideFast(body, req) {
+			return nil
+		}
 	}
 	return httpjson.Unmarshal(body, v, shape)
 }
@@ -338,6 +342,6 @@ func handleDecide(log *slog.Logger, caps *capsService) http.Handler {
 			httpjson.Error(w, r, log, err)
 			return
 		}
-		httpjson.Write(w, http.StatusOK, counting.DecideResponse{Msg: "ok", Results: out})
+		writeVerdicts(w, out)
 	})
 }

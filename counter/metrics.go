@@ -39,8 +39,17 @@ func (m *metrics) Cache(hits, misses int) {
 }
 
 // decided counts a decide's verdicts: a blocked one by the level and the
-// window unit of the cap that blocked it.
+// window unit of the cap that blocked it. The verdicts are tallied first
+// and each label set added once: a decide's 50 share a few, and a labelled
+// counter's lookup hashes its labels.
 func (m *metrics) decided(vs []counting.Verdict) {
+	type tally struct {
+		labels [3]string // result, level, window
+		n      int
+	}
+	var buf [8]tally
+	verdicts := buf[:0]
+	var bases [len(verdictBases)]int
 	for i := range vs {
 		v := &vs[i]
 		result, level, window := "allowed", "none", "none"
@@ -54,19 +63,37 @@ func (m *metrics) decided(vs []counting.Verdict) {
 		case !v.Allowed:
 			result, window = "blocked", v.Reason // no_identity
 		}
-		m.verdicts.WithLabelValues(result, level, window).Inc()
-		basis := "fresh"
+		k, j := [3]string{result, level, window}, 0
+		for j < len(verdicts) && verdicts[j].labels != k {
+			j++
+		}
+		if j == len(verdicts) {
+			verdicts = append(verdicts, tally{labels: k})
+		}
+		verdicts[j].n++
 		switch {
 		case v.Degraded:
-			basis = "degraded"
+			bases[3]++
 		case v.Stale:
-			basis = "stale"
+			bases[1]++
 		case v.Reserved > 0:
-			basis = "reserved"
+			bases[2]++
+		default:
+			bases[0]++
 		}
-		m.bases.WithLabelValues(basis).Inc()
+	}
+	for _, t := range verdicts {
+		m.verdicts.WithLabelValues(t.labels[:]...).Add(float64(t.n))
+	}
+	for b, n := range bases {
+		if n > 0 {
+			m.bases.WithLabelValues(verdictBases[b]).Add(float64(n))
+		}
 	}
 }
+
+// verdictBases are what a verdict was decided on, as decided counts them.
+var verdictBases = [...]string{"fresh", "stale", "reserved", "degraded"}
 
 // reserved counts a reservation's answers: held (on how many counters) or
 // failed.
