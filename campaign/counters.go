@@ -11,6 +11,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/freqcap/freqcap/core"
@@ -272,7 +273,7 @@ func (v Counters) Incr(ctx context.Context, q *Query) (Result, error) {
 func (v Counters) IncrBatch(ctx context.Context, qs []Query) ([]Result, []error) {
 	all, owner := withLevels(qs)
 	var refBuf [16]ref
-	its, refs := queryItems(all, true, refBuf[:0])
+	its, refs := queryItems(all, true, refBuf[:0], nil)
 	got := v.Write(ctx, its)
 	res := newResults(all)
 	errs := make([]error, len(qs))
@@ -330,30 +331,55 @@ func (q *Query) size() int {
 // Items are the core items qs are made of, writes of one hit or reads, in
 // the order the store answers them.
 func Items(qs []Query, write bool) ([]counting.Item, int) {
-	its, _ := queryItems(qs, write, nil)
+	its, _ := queryItems(qs, write, nil, nil)
 	return its, len(its)
 }
 
 // queryItems turns every query into its items (writes of one hit, or reads),
-// with each item's place in the results, appended to refs (a caller's
-// buffer on its stack: the refs live only as long as the call).
-func queryItems(qs []Query, write bool, refs []ref) ([]counting.Item, []ref) {
+// in its (a caller's buffer, nil for a new one), with each item's place in
+// the results, appended to refs (a caller's buffer on its stack: the refs
+// live only as long as the call).
+func queryItems(qs []Query, write bool, refs []ref, its []counting.Item) ([]counting.Item, []ref) {
 	n := 0
 	for i := range qs {
 		n += qs[i].size()
 	}
-	its, refs := make([]counting.Item, 0, n), slices.Grow(refs[:0], n)
+	its, refs = slices.Grow(its[:0], n), slices.Grow(refs[:0], n)
 	for i := range qs {
 		its, refs = qs[i].items(its, refs, i, write)
 	}
 	return its, refs
 }
 
+// readBufs are a read's items, their places and the store's results,
+// kept for the next read (readBuffers): a decide of 50 candidates reads
+// 150 counts, 38 KB of items and 23 KB of results.
+type readBufs struct {
+	items []counting.Item
+	refs  []ref
+	got   []counting.Result
+}
+
+var readBuffers = sync.Pool{New: func() any { return new(readBufs) }}
+
 // Read answers every query in one store read.
 func (v Counters) Read(ctx context.Context, qs []Query) []Result {
-	var refBuf [16]ref
-	its, refs := queryItems(qs, false, refBuf[:0])
-	got := v.Store.Read(ctx, its)
+	b := readBuffers.Get().(*readBufs)
+	its, refs := queryItems(qs, false, b.refs, b.items)
+	if cap(b.got) < len(its) {
+		b.got = make([]counting.Result, len(its))
+	}
+	got, held := v.Store.ReadInto(ctx, its, b.got[:len(its)])
+	defer func() {
+		// Unless a reader still holds them (the read ran out of time),
+		// the buffers go to the next read, cleared of their strings.
+		if !held && cap(its) <= 4096 {
+			clear(its)
+			clear(b.got[:len(its)])
+			b.items, b.refs = its[:0], refs[:0]
+			readBuffers.Put(b)
+		}
+	}()
 	res := newResults(qs)
 	for k, r := range refs {
 		if res[r.q].Err != nil {

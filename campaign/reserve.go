@@ -75,7 +75,8 @@ func held(c counting.Candidate, d *Declaration, ids map[string]string) [][4]stri
 	if d == nil {
 		return nil
 	}
-	p := plan{ids: ids, at: map[[5]string]int{}}
+	p := newPlan(ids, 1, len(d.Caps))
+	defer p.release()
 	p.add(c, d)
 	out := make([][4]string, 0, len(p.qs))
 	for _, q := range p.qs {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -75,4 +76,50 @@ func openClient(t *testing.T) rueidis.Client {
 	}
 	t.Cleanup(rdb.Close)
 	return rdb
+}
+
+// TestReadIntoSaysWhoHoldsTheBuffers checks ReadInto's contract: a read
+// answered in time answers in the caller's results; one that ran out of
+// time while its reader waits on Redis answers in another slice and says
+// the reader holds the items and results still (it answers in them when
+// Redis answers at last); the next, answered at once during the stall or
+// in time after it, holds none.
+func TestReadIntoSaysWhoHoldsTheBuffers(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb, err := redisconn.Open(srv.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	// A read in time must be one on a loaded machine too.
+	s := NewStore(rdb, Options{ReadTimeout: 250 * time.Millisecond, WriteTimeout: 5 * time.Second}, nil)
+	defer s.Close()
+	ctx := context.Background()
+	item := counting.Item{Scope: counting.Scope{Campaign: "42", Event: "win"}, Subject: counting.Subject{Dim: "device", ID: "d1"},
+		Spec: counting.Spec{Kind: counting.Hours, Span: 3}, Hits: 1}
+	for range 2 {
+		if r := s.Write(ctx, []counting.Item{item}); r[0].Code != 0 {
+			t.Fatalf("write: %+v", r[0])
+		}
+	}
+	item.Hits = 0
+	items, into := []counting.Item{item}, make([]counting.Result, 1)
+	into[0] = counting.Result{Count: 99, Stale: true, Msg: "an earlier read's"}
+	res, held := s.ReadInto(ctx, items, into)
+	if r := res[0]; held || &res[0] != &into[0] || r.Count != 2 || !r.Allowed || r.Stale || r.Msg != "" {
+		t.Fatalf("a read in time: %+v held %v, in the caller's results %v; want count 2 there, not held", res[0], held, &res[0] == &into[0])
+	}
+	srv.Pause()
+	clear(into)
+	res, held = s.ReadInto(ctx, items, into)
+	if !held || &res[0] == &into[0] || !res[0].Degraded {
+		srv.Resume()
+		t.Fatalf("a read past its deadline: %+v held %v, in the caller's results %v; want degraded elsewhere, held", res[0], held, &res[0] == &into[0])
+	}
+	srv.Resume()
+	// The next read (at once while the stall that read began lasts, or in
+	// time after) holds nothing; into is the late reader's still.
+	if _, held = s.ReadInto(ctx, items, make([]counting.Result, 1)); held {
+		t.Error("a read answered in time or during a stall says its buffers are held")
+	}
 }

@@ -478,11 +478,21 @@ func (s *Store) code(err error) int {
 // Redis does; an item that could not be read in time carries its code,
 // Degraded and zero counts (failing open is the caller's decision).
 func (s *Store) Read(ctx context.Context, items []counting.Item) []counting.Result {
-	res := s.readOrSkip(ctx, items)
+	res, _ := s.ReadInto(ctx, items, nil)
+	return res
+}
+
+// ReadInto is Read answering in into when it holds len(items) results
+// (whatever they held before is overwritten), so that a caller that reads
+// often can reuse its items and results. held reports that a reader still
+// holds items and into: a read past its deadline leaves them to the reader
+// answering it, and answers in another slice. Reuse neither then.
+func (s *Store) ReadInto(ctx context.Context, items []counting.Item, into []counting.Result) (res []counting.Result, held bool) {
+	res, held = s.readOrSkip(ctx, items, into)
 	if n := s.known.fill(items, res, s.now); n > 0 {
 		s.metrics.StaleReads(n)
 	}
-	return res
+	return res, held
 }
 
 // readOrSkip reads items from Redis, or, while Redis has answered no read
@@ -492,16 +502,16 @@ func (s *Store) Read(ctx context.Context, items []counting.Item) []counting.Resu
 // the stall. A stall begins with a read that ran out of time (or found no
 // connection) with every item failed; on a Cluster, a PING any live node
 // answers ends it.
-func (s *Store) readOrSkip(ctx context.Context, items []counting.Item) []counting.Result {
+func (s *Store) readOrSkip(ctx context.Context, items []counting.Item, into []counting.Result) (res []counting.Result, held bool) {
 	if s.stalled() {
 		// What the process's table holds is as fresh as it is outside a
 		// stall: Redis's invalidations come on the connection that read
 		// it, a connection that breaks empties the table, and an answer
 		// lives at most the client-side TTL.
 		e := s.env()
-		res, through, ok := s.readLocal(items, e)
+		res, through, ok := s.readLocal(items, e, into)
 		if ok {
-			return res
+			return res, false
 		}
 		s.metrics.RedisError("read")
 		res = s.failAll(len(items), errStalled)
@@ -511,11 +521,11 @@ func (s *Store) readOrSkip(ctx context.Context, items []counting.Item) []countin
 			s.metrics.Cache(len(p.local), 0)
 			s.answerHeld(items, &p, e, res)
 		}
-		return res
+		return res, false
 	}
-	res, late, p := s.readWithin(ctx, items)
+	res, late, held, p := s.readWithin(ctx, items, into)
 	if p == nil {
-		return res // nothing went to Redis
+		return res, false // nothing went to Redis
 	}
 	// A stall begins when every count that went to Redis failed (those the
 	// table held answer either way). rueidis may answer a deadline a
@@ -533,7 +543,7 @@ func (s *Store) readOrSkip(ctx context.Context, items []counting.Item) []countin
 	if sent && failed {
 		s.startStall()
 	}
-	return res
+	return res, held
 }
 
 // answerHeld answers in res, fresh, the items of p whose counts the
@@ -554,7 +564,7 @@ func (s *Store) answerHeld(items []counting.Item, p *readPlan, e *env, res []cou
 	for k, i := range held {
 		sub[k], at[k] = items[i], p.at[i]
 	}
-	got := s.answer(sub, e, at, p.buckets, answers{local: p.local})
+	got := s.answer(sub, e, at, p.buckets, answers{local: p.local}, nil)
 	for k, i := range held {
 		res[i] = got[k]
 	}
@@ -640,13 +650,13 @@ var errStalled = fmt.Errorf("redis answered no read in time lately, not waiting 
 // that a call rueidis holds past its context (some reconnect paths do)
 // never holds the caller. When the time runs out, the counts the table
 // held still answer, fresh.
-func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []counting.Result, late bool, p *readPlan) {
+func (s *Store) readWithin(ctx context.Context, items []counting.Item, into []counting.Result) (res []counting.Result, late, held bool, p *readPlan) {
 	e := s.env()
-	res, through, ok := s.readLocal(items, e)
+	res, through, ok := s.readLocal(items, e, into)
 	if ok {
-		return res, false, nil
+		return res, false, false, nil
 	}
-	j := &readJob{items: items}
+	j := &readJob{items: items, into: into}
 	p = &j.plan
 	s.plan(p, items, e, through)
 	if len(p.local) > 0 {
@@ -654,7 +664,7 @@ func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []co
 	}
 	if len(p.cached) == 0 && len(p.direct) == 0 {
 		// The table held every answer after all.
-		return s.answer(items, p.e, p.at, p.buckets, answers{local: p.local}), false, p
+		return s.answer(items, p.e, p.at, p.buckets, answers{local: p.local}, into), false, false, p
 	}
 	// One timer per tick of the reads of the moment, not one per read, and
 	// the deadline kept to the instant (deadline.Handoff and Wait).
@@ -667,16 +677,17 @@ func (s *Store) readWithin(ctx context.Context, items []counting.Item) (res []co
 		// Every reader is stuck on a hung Redis and the queue is full:
 		// answer now rather than pile up.
 		s.metrics.RedisError("read")
-		return s.heldOr(items, p, errReadersBusy), true, p
+		return s.heldOr(items, p, errReadersBusy), true, false, p
 	}
 	// rueidis may block past the context in some reconnect paths; the
 	// caller's deadline wins.
 	res, ok, err := deadline.Wait(j.done, ctx)
 	if !ok {
+		// The reader still holds the job (items, into).
 		s.metrics.RedisError("read")
-		return s.heldOr(items, p, err), true, p
+		return s.heldOr(items, p, err), true, true, p
 	}
-	return res, deadline.Passed(ctx), p
+	return res, deadline.Passed(ctx), false, p
 }
 
 // heldOr answers a read that Redis did not answer: the counts the table
@@ -697,7 +708,8 @@ func (s *Store) heldOr(items []counting.Item, p *readPlan, err error) []counting
 type readJob struct {
 	ctx   context.Context
 	items []counting.Item
-	plan  readPlan // in the job: one allocation for both
+	into  []counting.Result // the answer's room, when it fits
+	plan  readPlan          // in the job: one allocation for both
 	done  chan []counting.Result
 }
 
@@ -713,7 +725,7 @@ func (s *Store) startReaders() {
 	for range readers {
 		go func() {
 			for j := range s.jobs {
-				j.done <- s.read(j.ctx, j.items, &j.plan)
+				j.done <- s.read(j.ctx, j.items, &j.plan, j.into)
 			}
 		}()
 	}
@@ -794,6 +806,16 @@ func (s *Store) plan(p *readPlan, items []counting.Item, e *env, through []bool)
 			// device's, say): answered from there, not through rueidis.
 			if r, bs, ok := s.local.lookupItem(it, ms); ok {
 				p.at[i] = span{src: fromLocal, from: len(p.local), to: len(p.local) + 1}
+				if p.local == nil {
+					// Room for every item left that may be held (a
+					// bidder's every candidate on one bundle): grown
+					// by appends, they took twice that.
+					n := len(items) - i
+					if through != nil {
+						n = count(through[i:], true)
+					}
+					p.local, p.buckets = make([]rueidis.RedisResult, 0, n), make([][]bucket, 0, n)
+				}
 				p.local, p.buckets = append(p.local, r), append(p.buckets, bs)
 				continue
 			}
@@ -822,11 +844,22 @@ func (s *Store) plan(p *readPlan, items []counting.Item, e *env, through []bool)
 	}
 }
 
+// count is how many of s are v.
+func count[T comparable](s []T, v T) int {
+	n := 0
+	for _, x := range s {
+		if x == v {
+			n++
+		}
+	}
+	return n
+}
+
 // readLocal answers a read whose every count is cached in this process
 // (LocalCache), on the caller's goroutine, without building a command;
 // ok is false when any is not. through says which items go through
 // client-side caching, for the plan of a read that goes to Redis.
-func (s *Store) readLocal(items []counting.Item, e *env) (res []counting.Result, through []bool, ok bool) {
+func (s *Store) readLocal(items []counting.Item, e *env, into []counting.Result) (res []counting.Result, through []bool, ok bool) {
 	if s.local == nil || len(items) == 0 {
 		return nil, nil, false
 	}
@@ -864,7 +897,7 @@ func (s *Store) readLocal(items []counting.Item, e *env) (res []counting.Result,
 		return nil, slices.Clone(th), false
 	}
 	s.metrics.Cache(len(rs), 0)
-	return s.answer(items, e, at, buckets, answers{local: rs}), nil, true
+	return s.answer(items, e, at, buckets, answers{local: rs}, into), nil, true
 }
 
 // localNow is the instant client-side TTLs are compared with: they are
@@ -878,9 +911,9 @@ func (s *Store) localNow(e *env) time.Time {
 }
 
 // read sends a plan's commands to Redis and answers from what came back.
-func (s *Store) read(ctx context.Context, items []counting.Item, p *readPlan) []counting.Result {
+func (s *Store) read(ctx context.Context, items []counting.Item, p *readPlan, into []counting.Result) []counting.Result {
 	cached, direct := s.send(ctx, p.cached, p.direct)
-	return s.answer(items, p.e, p.at, p.buckets, answers{direct: direct, cached: cached, local: p.local})
+	return s.answer(items, p.e, p.at, p.buckets, answers{direct: direct, cached: cached, local: p.local}, into)
 }
 
 // answers are a read's answers: its direct and cached commands' from
@@ -892,8 +925,13 @@ type answers struct{ direct, cached, local []rueidis.RedisResult }
 // buckets, as the table decoded them. (Each slice is its own argument:
 // what reaches a kind's got leaves for the heap, and at and buckets need
 // not.)
-func (s *Store) answer(items []counting.Item, e *env, at []span, buckets [][]bucket, got answers) []counting.Result {
-	res := make([]counting.Result, len(items))
+func (s *Store) answer(items []counting.Item, e *env, at []span, buckets [][]bucket, got answers, into []counting.Result) []counting.Result {
+	res := into
+	if len(res) == len(items) {
+		clear(res)
+	} else {
+		res = make([]counting.Result, len(items))
+	}
 	for i := range items {
 		rs := got.direct
 		switch at[i].src {
@@ -1011,7 +1049,7 @@ func firstLine(err error) string {
 func (s *Store) ReadExact(ctx context.Context, items []counting.Item) []counting.Result {
 	var p readPlan
 	s.plan(&p, items, s.env(), nil)
-	return s.read(ctx, items, &p)
+	return s.read(ctx, items, &p, nil)
 }
 
 // HotKeys are the counters read most in the last second, and how many are

@@ -289,6 +289,72 @@ func TestReadFailsOpenWithinDeadline(t *testing.T) {
 	}
 }
 
+// A read that ran out of time leaves its items and results to the reader
+// still answering it, which uses them when Redis answers at last; the
+// reads after it, meanwhile and then, take their buffers from the reads
+// that finished and answer their own counts. (core's
+// TestReadIntoSaysWhoHoldsTheBuffers checks what the store says of them.)
+func TestLateReadersKeepTheirBuffers(t *testing.T) {
+	srv := redistest.Start(t)
+	st, _ := testStore(t, srv, newClock(time.Now()), "COUNTER_READ_TIMEOUT=20ms", "COUNTER_STALE_MAX=0")
+	const devices = 12
+	device := func(i int) []Query {
+		return []Query{{CID: "1", Event: "win", Windows: []int{2}, Dims: []Dim{{Name: "device", ID: "late-" + strconv.Itoa(i)}}}}
+	}
+	for i := range devices {
+		for range i {
+			mustIncr(t, st, device(i)[0])
+		}
+	}
+	readAll := func(check func(i int, r Result)) {
+		var wg sync.WaitGroup
+		for i := range devices {
+			wg.Go(func() { check(i, st.Read(context.Background(), device(i))[0]) })
+		}
+		wg.Wait()
+	}
+	// Five times: the pools hand buffers out per P, and under the race
+	// detector drop some of what they are given back.
+	for range 5 {
+		srv.Pause()
+		var late sync.Map
+		readAll(func(i int, r Result) {
+			if r.Err != nil {
+				late.Store(i, true)
+			}
+		})
+		// Redis still stopped: these take buffers (answered at once, the
+		// store stalled), while the late readers wait on Redis with theirs.
+		for range 5 {
+			readAll(func(int, Result) {})
+		}
+		srv.Resume()
+		n := 0
+		late.Range(func(any, any) bool { n++; return true })
+		if n == 0 {
+			t.Fatal("no read ran out of time with Redis stopped")
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		var mu sync.Mutex
+		for fresh := 0; fresh < 5*devices; {
+			readAll(func(i int, r Result) {
+				if r.Err != nil {
+					return // the stall's answers, until a PING ends it
+				}
+				if r.Counts[0].Day != int64(i) || r.Counts[0].Windows[0] != int64(i) {
+					t.Errorf("device %d read %+v, want %d", i, r.Counts[0], i)
+				}
+				mu.Lock()
+				fresh++
+				mu.Unlock()
+			})
+			if time.Now().After(deadline) {
+				t.Fatalf("%d fresh reads within 10s", fresh)
+			}
+		}
+	}
+}
+
 func TestWriteFailsWhenRedisIsDown(t *testing.T) {
 	srv := redistest.Start(t)
 	st, _ := testStore(t, srv, newClock(time.Now()))
