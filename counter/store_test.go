@@ -355,6 +355,36 @@ func TestLateReadersKeepTheirBuffers(t *testing.T) {
 	}
 }
 
+// An answering write names its window's fields from the current hour's
+// string, a digit at a time (lua/days.lua): its sums are right across the
+// hours whose last digits borrow (...0 back to ...9, ...00 back to ...99),
+// for a window named field by field (3 hours) and for one of 24 over a
+// hash that holds them all (a hot counter's).
+func TestWindowSumsAcrossDigitBorrows(t *testing.T) {
+	srv := redistest.Start(t)
+	h0 := time.Now().Unix() / 3600 / 100 * 100 // an epoch hour ending in 00
+	clk := newClock(time.Unix((h0-30)*3600+60, 0))
+	st, _ := testStore(t, srv, clk)
+	events := func(k int) int { return k%5 + 1 } // hour h0-30+k's: each hour's count its own
+	for k := range 40 {                          // hours h0-30 .. h0+9
+		for _, w := range []int{3, 24} {
+			q := Query{CID: "1", Event: "win", Windows: []int{w}, Dims: []Dim{{Name: "bundle", ID: "b" + strconv.Itoa(w)}}}
+			var got int64
+			for range events(k) {
+				got = mustIncr(t, st, q).Counts[0].Windows[0]
+			}
+			want := 0
+			for j := max(0, k-w+1); j <= k; j++ {
+				want += events(j)
+			}
+			if got != int64(want) {
+				t.Errorf("hour h0%+d, %d h window: %d, want %d", k-30, w, got, want)
+			}
+		}
+		clk.Add(time.Hour)
+	}
+}
+
 func TestWriteFailsWhenRedisIsDown(t *testing.T) {
 	srv := redistest.Start(t)
 	st, _ := testStore(t, srv, newClock(time.Now()))

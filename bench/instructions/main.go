@@ -174,10 +174,10 @@ func measure(st *core.Store, o op, k, n int, dir string, pid int) (int64, error)
 // callback sends it (day, hour window, event id), its quiet form (no
 // answers computed), a bidder's read of a device and a limiter check.
 func ops() []op {
-	write := func(quiet, release bool, eid string) func(ctx context.Context, st *core.Store, i0, n int) error {
+	write := func(quiet, release bool, eid string, hours int) func(ctx context.Context, st *core.Store, i0, n int) error {
 		return func(ctx context.Context, st *core.Store, i0, n int) error {
 			for i := i0; i < i0+n; i++ {
-				q := campaign.Query{CID: "42", Event: "win", Dims: []campaign.Dim{{Name: "device", ID: device(i)}}, Windows: []int{24},
+				q := campaign.Query{CID: "42", Event: "win", Dims: []campaign.Dim{{Name: "device", ID: device(i)}}, Windows: []int{hours},
 					EID: eid + strconv.Itoa(i), Quiet: quiet, Release: release, ReserveEvent: "win"}
 				its, _ := campaign.Items([]campaign.Query{q}, true)
 				for _, r := range st.Write(ctx, its) {
@@ -190,10 +190,11 @@ func ops() []op {
 		}
 	}
 	ops := []op{
-		{"notice write, 1 dimension (day + 24 h window + event id)", false, write(false, false, "e-")},
-		{"the same, quiet (callback's forwarding: no counts answered)", false, write(true, false, "e-")},
-		{"quiet, of a device already counted this hour", true, write(true, false, "again-")},
-		{"quiet win releasing its bid's reservation (none held), as callback sends wins", false, write(true, true, "w-")},
+		{"notice write, 1 dimension (day + 24 h window + event id)", false, write(false, false, "e-", 24)},
+		{"the same with a 3 h window (its hours named in an HMGET, as /v1/incr's of make bench)", false, write(false, false, "e3-", 3)},
+		{"the same, quiet (callback's forwarding: no counts answered)", false, write(true, false, "e-", 24)},
+		{"quiet, of a device already counted this hour", true, write(true, false, "again-", 24)},
+		{"quiet win releasing its bid's reservation (none held), as callback sends wins", false, write(true, true, "w-", 24)},
 		{"quiet wins as callback forwards them, per notice: device and a shared tagid, 16 notices a batch", false, batchedWins(true)},
 		{"the same, of a bidder that never reserves (rsv=0: no release)", false, batchedWins(false)},
 		{"device read (day + 24 h window)", true, func(ctx context.Context, st *core.Store, i0, n int) error {
