@@ -68,6 +68,12 @@ func TestUnhashedCallIsTheSameCall(t *testing.T) {
 
 // openClient starts a Redis (or Cluster) and opens a client of it.
 func openClient(t *testing.T) rueidis.Client {
+	_, rdb := openServer(t)
+	return rdb
+}
+
+// openServer is openClient with the server, to stop and resume it.
+func openServer(t *testing.T) (*redistest.Server, rueidis.Client) {
 	t.Helper()
 	srv := redistest.Start(t)
 	rdb, err := redisconn.Open(srv.URL(), nil)
@@ -75,7 +81,7 @@ func openClient(t *testing.T) rueidis.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(rdb.Close)
-	return rdb
+	return srv, rdb
 }
 
 // TestReadIntoSaysWhoHoldsTheBuffers checks ReadInto's contract: a read
@@ -85,12 +91,7 @@ func openClient(t *testing.T) rueidis.Client {
 // Redis answers at last); the next, answered at once during the stall or
 // in time after it, holds none.
 func TestReadIntoSaysWhoHoldsTheBuffers(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb, err := redisconn.Open(srv.URL(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	srv, rdb := openServer(t)
 	// A read in time must be one on a loaded machine too.
 	s := NewStore(rdb, Options{ReadTimeout: 250 * time.Millisecond, WriteTimeout: 5 * time.Second}, nil)
 	defer s.Close()

@@ -812,7 +812,7 @@ func (s *Store) plan(p *readPlan, items []counting.Item, e *env, through []bool)
 					// by appends, they took twice that.
 					n := len(items) - i
 					if through != nil {
-						n = count(through[i:], true)
+						n = trues(through[i:])
 					}
 					p.local, p.buckets = make([]rueidis.RedisResult, 0, n), make([][]bucket, 0, n)
 				}
@@ -844,11 +844,11 @@ func (s *Store) plan(p *readPlan, items []counting.Item, e *env, through []bool)
 	}
 }
 
-// count is how many of s are v.
-func count[T comparable](s []T, v T) int {
+// trues is how many of bs are true.
+func trues(bs []bool) int {
 	n := 0
-	for _, x := range s {
-		if x == v {
+	for _, b := range bs {
+		if b {
 			n++
 		}
 	}

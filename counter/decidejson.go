@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/freqcap/freqcap/shared/counting"
-	"github.com/freqcap/freqcap/shared/httpjson"
 )
 
 // A decide (POST /v1/decide: a bidder's one question per bid request) is
@@ -62,13 +61,7 @@ func (d *decoder) candidate(c *counting.Candidate) bool {
 // writeVerdicts sends a decide's answer, counting.DecideResponse as
 // encoding/json writes it.
 func writeVerdicts(w http.ResponseWriter, vs []counting.Verdict) {
-	bp := buffers.Get().(*[]byte)
-	b := appendVerdicts((*bp)[:0], vs)
-	httpjson.WriteRaw(w, http.StatusOK, b)
-	if cap(b) <= 64<<10 {
-		*bp = b
-		buffers.Put(bp)
-	}
+	writeBuffered(w, func(b []byte) []byte { return appendVerdicts(b, vs) })
 }
 
 // appendVerdicts appends {"code":0,"msg":"ok","results":[...]} with vs as

@@ -155,20 +155,28 @@ var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b 
 
 // writeAnswers sends one answer, or a batch of them when batch is set.
 func writeAnswers(w http.ResponseWriter, answers []answer, batch bool) {
-	bp := buffers.Get().(*[]byte)
-	b := (*bp)[:0]
-	if batch {
-		b = append(b, `{"code":0,"msg":"ok","results":[`...)
-	}
-	for i := range answers {
-		if i > 0 {
-			b = append(b, ',')
+	writeBuffered(w, func(b []byte) []byte {
+		if batch {
+			b = append(b, `{"code":0,"msg":"ok","results":[`...)
 		}
-		b = answers[i].appendJSON(b)
-	}
-	if batch {
-		b = append(b, "]}"...)
-	}
+		for i := range answers {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = answers[i].appendJSON(b)
+		}
+		if batch {
+			b = append(b, "]}"...)
+		}
+		return b
+	})
+}
+
+// writeBuffered sends 200 with the JSON body appendTo appends, in a
+// buffer of buffers (kept for the next answer unless it grew past 64 KiB).
+func writeBuffered(w http.ResponseWriter, appendTo func([]byte) []byte) {
+	bp := buffers.Get().(*[]byte)
+	b := appendTo((*bp)[:0])
 	httpjson.WriteRaw(w, http.StatusOK, b)
 	if cap(b) <= 64<<10 {
 		*bp = b

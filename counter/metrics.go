@@ -71,16 +71,16 @@ func (m *metrics) decided(vs []counting.Verdict) {
 			verdicts = append(verdicts, tally{labels: k})
 		}
 		verdicts[j].n++
+		basis := basisFresh
 		switch {
 		case v.Degraded:
-			bases[3]++
+			basis = basisDegraded
 		case v.Stale:
-			bases[1]++
+			basis = basisStale
 		case v.Reserved > 0:
-			bases[2]++
-		default:
-			bases[0]++
+			basis = basisReserved
 		}
+		bases[basis]++
 	}
 	for _, t := range verdicts {
 		m.verdicts.WithLabelValues(t.labels[:]...).Add(float64(t.n))
@@ -92,8 +92,16 @@ func (m *metrics) decided(vs []counting.Verdict) {
 	}
 }
 
-// verdictBases are what a verdict was decided on, as decided counts them.
-var verdictBases = [...]string{"fresh", "stale", "reserved", "degraded"}
+// verdictBases are what a verdict was decided on (the label basis), by
+// their index in decided's tally.
+var verdictBases = [...]string{basisFresh: "fresh", basisStale: "stale", basisReserved: "reserved", basisDegraded: "degraded"}
+
+const (
+	basisFresh = iota
+	basisStale
+	basisReserved
+	basisDegraded
+)
 
 // reserved counts a reservation's answers: held (on how many counters) or
 // failed.

@@ -92,7 +92,7 @@ func handlerInstructions(ctx context.Context, bin, bench string, n int, dir stri
 	var total [2]int64
 	for k, runs := range []int{n, 3 * n} {
 		for try := range 2 {
-			out := filepath.Join(dir, fmt.Sprintf("callgrind.go.%s.%d.%d", fileName(bench), runs, try))
+			out := filepath.Join(dir, fmt.Sprintf("callgrind.go.%s.%d.%d", bench, runs, try))
 			var t int64
 			var err error
 			for range 20 {
@@ -109,17 +109,6 @@ func handlerInstructions(ctx context.Context, bin, bench string, n int, dir stri
 		}
 	}
 	return (total[1] - total[0]) / int64(2*n), nil
-}
-
-// fileName is bench (a benchmark's pattern, with its sub-benchmark's:
-// BenchmarkDecide50$/^direct) as a file's name.
-func fileName(bench string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '/' || r == '$' || r == '^' {
-			return '_'
-		}
-		return r
-	}, bench)
 }
 
 // handlerRun runs benchmark bench of bin for n requests under callgrind

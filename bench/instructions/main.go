@@ -191,10 +191,10 @@ func ops() []op {
 	}
 	ops := []op{
 		{"notice write, 1 dimension (day + 24 h window + event id)", false, write(false, false, "e-", 24)},
-		{"the same with a 3 h window (its hours named in an HMGET, as /v1/incr's of make bench)", false, write(false, false, "e3-", 3)},
 		{"the same, quiet (callback's forwarding: no counts answered)", false, write(true, false, "e-", 24)},
 		{"quiet, of a device already counted this hour", true, write(true, false, "again-", 24)},
 		{"quiet win releasing its bid's reservation (none held), as callback sends wins", false, write(true, true, "w-", 24)},
+		{"notice write, 1 dimension with a 3 h window (its hours named in an HMGET, as make bench's /v1/incr)", false, write(false, false, "e3-", 3)},
 		{"quiet wins as callback forwards them, per notice: device and a shared tagid, 16 notices a batch", false, batchedWins(true)},
 		{"the same, of a bidder that never reserves (rsv=0: no release)", false, batchedWins(false)},
 		{"device read (day + 24 h window)", true, func(ctx context.Context, st *core.Store, i0, n int) error {
