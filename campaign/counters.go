@@ -511,27 +511,6 @@ func paceCode(g *counting.Result) int {
 	return counting.PaceAllowed
 }
 
-// ReadBatch answers the items of a batch read (POST /v1/freq/batch) as
-// the counter does, for a caller in the same process (the client's
-// direct mode): an invalid item refuses the whole batch, as a 400 does;
-// a query Redis could not serve in time is degraded on its own.
-func (v Counters) ReadBatch(ctx context.Context, p *Parser, items []counting.BatchItem) ([]counting.Answer, error) {
-	qs := make([]Query, len(items))
-	for i, it := range items {
-		q, err := p.ReadItem(it, i)
-		if err != nil {
-			return nil, err
-		}
-		qs[i] = q
-	}
-	res := v.Read(ctx, qs)
-	out := make([]counting.Answer, len(qs))
-	for i := range qs {
-		out[i] = AnswerOf(&qs[i], &res[i])
-	}
-	return out, nil
-}
-
 // AnswerOf is a read query's answer on the wire (counting.Answer).
 func AnswerOf(q *Query, r *Result) counting.Answer {
 	a := counting.Answer{CID: q.CID, Level: q.Level, Event: q.Event, WindowHours: q.Windows, PaceWindowSec: q.PaceWindowSec,

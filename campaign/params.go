@@ -219,6 +219,29 @@ func (p *Parser) ReadItem(it counting.BatchItem, i int) (Query, error) {
 	return q, nil
 }
 
+// CheckRead makes q, a read built from its parts rather than decoded from
+// an item (the client's Decide in direct mode: CID, Event, Dims and
+// PaceWindowSec set), the query ReadItem makes of the item {cid, event,
+// dims, windowHours: hours, paceWindowSec}. It answers false where
+// ReadItem refuses that item; ReadItem then says why. The windows are
+// appended to q.Windows, which may hold room for them.
+func (p *Parser) CheckRead(q *Query, hours []int) bool {
+	q.ReserveEvent = p.events[0]
+	if q.Event == "" {
+		q.Event = p.events[0]
+	}
+	if q.Level != "" || q.EID != "" || len(q.Also) > 0 || p.windowsOf(q, hours, "") != nil {
+		return false
+	}
+	for i, d := range q.Dims {
+		if !slices.Contains(p.dims, d.Name) || slices.ContainsFunc(q.Dims[:i], func(o Dim) bool { return o.Name == d.Name }) {
+			return false
+		}
+	}
+	p.sortDims(q.Dims)
+	return p.validate(q, "") == nil
+}
+
 // level turns one more level of a write into its query: its id, the
 // dimensions of q it names, its windows.
 func (p *Parser) level(q *Query, l counting.LevelCount, prefix string) (Query, error) {

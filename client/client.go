@@ -77,7 +77,7 @@ func withToken(hc *http.Client, base http.RoundTripper, token string) *http.Clie
 // Client reads counts from one counter, over HTTP (New) or straight from
 // its Redis (NewDirect). It is safe for concurrent use.
 type Client struct {
-	read       func(context.Context, *counting.BatchRequest) ([]counting.Answer, error)
+	readCaps   func(ctx context.Context, ids Identities, cands []Candidate, refs []ref) ([]counted, error)
 	decide     func(context.Context, *counting.DecideRequest) ([]counting.Verdict, error)
 	reserve    func(context.Context, *counting.ReserveRequest) ([]counting.ReserveAnswer, error)
 	reserved   bool // Options.CountReserved
@@ -106,7 +106,7 @@ func New(counterURL string, opts Options) (*Client, error) {
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     90 * time.Second,
 	}, opts.Token)
-	c.read, c.decide, c.reserve = h.read, h.decide, h.reserveBid
+	c.readCaps, c.decide, c.reserve = h.readCaps, h.decide, h.reserveBid
 	return c, nil
 }
 
@@ -132,14 +132,6 @@ func newClient(opts Options) *Client {
 		c.maxBatch = 200
 	}
 	return c
-}
-
-// readAll reads req in requests of at most c.maxBatch items, all at once,
-// and joins their answers in order; any part failing fails the call.
-func (c *Client) readAll(ctx context.Context, req *counting.BatchRequest) ([]counting.Answer, error) {
-	return splitCall(req.Items, c.maxBatch, func(part []counting.BatchItem) ([]counting.Answer, error) {
-		return c.read(ctx, &counting.BatchRequest{Items: part})
-	})
 }
 
 // Close releases the Client's connections (those to Redis of a direct
@@ -257,6 +249,20 @@ func (d Decision) String() string {
 // ref ties a batch item back to its candidate and cap.
 type ref struct{ cand, cap int }
 
+// counted is what Decide read for one of its caps.
+type counted struct {
+	// failed: the counts could not be read (Redis did not answer in time
+	// or refused the read); the candidate takes the default.
+	failed bool
+	stale  bool
+	ageMs  int64
+	day    int64
+	// windows are the sums of the cap's Windows, in their order.
+	windows []int64
+	// pace is the exact window's state when the cap reads one.
+	pace *counting.Pace
+}
+
 // Decide reads the counts of every candidate in one round trip and returns
 // one decision per candidate, in order. The decisions are always usable;
 // the error says why some are degraded (nil when none is).
@@ -265,8 +271,8 @@ func (c *Client) Decide(ctx context.Context, ids Identities, cands []Candidate) 
 	for i, cand := range cands {
 		out[i] = Decision{CID: cand.CID, Allowed: true}
 	}
-	req, refs := decideItems(ids, cands)
-	if len(req.Items) == 0 {
+	refs := capRefs(ids, cands)
+	if len(refs) == 0 {
 		return out, nil
 	}
 	if !c.limiter.Allow() {
@@ -275,7 +281,10 @@ func (c *Client) Decide(ctx context.Context, ids Identities, cands []Candidate) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	results, err := c.readAll(ctx, &req)
+	// At most c.maxBatch counts a read, the parts all at once.
+	got, err := splitCall(refs, c.maxBatch, func(part []ref) ([]counted, error) {
+		return c.readCaps(ctx, ids, cands, part)
+	})
 	if err != nil {
 		c.degradeAll(out, refs)
 		return out, err
@@ -283,21 +292,19 @@ func (c *Client) Decide(ctx context.Context, ids Identities, cands []Candidate) 
 	now := c.now().UnixMilli()
 	var degraded int
 	for k, r := range refs {
-		d := &out[r.cand]
-		res := results[k]
-		if res.Degraded || res.Code != 0 {
+		d, g := &out[r.cand], &got[k]
+		if g.failed {
 			degraded++
 			c.degrade(d)
 			continue
 		}
-		if res.Stale {
-			d.Stale, d.StaleMs = true, max(d.StaleMs, res.AgeMs)
+		if g.stale {
+			d.Stale, d.StaleMs = true, max(d.StaleMs, g.ageMs)
 		}
 		if !d.Allowed {
 			continue // an earlier cap already blocks
 		}
-		cp := cands[r.cand].Caps[r.cap]
-		block(d, cp, res.Counts[cp.Dim], now)
+		block(d, &cands[r.cand].Caps[r.cap], g, now)
 	}
 	if degraded > 0 {
 		return out, fmt.Errorf("freqcap client: %d of %d counts degraded", degraded, len(refs))
@@ -305,63 +312,81 @@ func (c *Client) Decide(ctx context.Context, ids Identities, cands []Candidate) 
 	return out, nil
 }
 
-// decideItems is the batch of counts Decide reads: an item per cap on a
-// dimension the request has an id for, each with its candidate and cap.
-func decideItems(ids Identities, cands []Candidate) (counting.BatchRequest, []ref) {
-	// An item per cap at most: sized once (a BatchItem is large, and
-	// growing the slice copied them all).
+// capRefs are the counts Decide reads: one per cap on a dimension the
+// request has an id for.
+func capRefs(ids Identities, cands []Candidate) []ref {
 	caps := 0
 	for _, cand := range cands {
 		caps += len(cand.Caps)
 	}
-	req := counting.BatchRequest{Items: make([]counting.BatchItem, 0, caps)}
 	refs := make([]ref, 0, caps)
 	for i, cand := range cands {
 		for j, cp := range cand.Caps {
-			id := ids[cp.Dim]
-			if id == "" {
-				continue // no identity in this dimension: nothing to count
+			if ids[cp.Dim] != "" {
+				refs = append(refs, ref{i, j})
 			}
-			it := counting.BatchItem{CID: cand.CID, Event: cand.Event, Dims: map[string]string{cp.Dim: id}}
-			for _, w := range cp.Windows {
-				it.WindowHours = append(it.WindowHours, w.Hours)
-			}
-			if cp.Pace != nil {
-				it.PaceWindowSec = int(cp.Pace.Window / time.Second)
-			}
-			req.Items = append(req.Items, it)
-			refs = append(refs, ref{i, j})
 		}
 	}
-	return req, refs
+	return refs
+}
+
+// capWindows is how many hour windows the caps refs name have in all.
+func capWindows(cands []Candidate, refs []ref) int {
+	n := 0
+	for _, r := range refs {
+		n += len(cands[r.cand].Caps[r.cap].Windows)
+	}
+	return n
+}
+
+// capItems is the batch read of the caps refs name: an item per cap.
+func capItems(ids Identities, cands []Candidate, refs []ref) counting.BatchRequest {
+	// Sized once: a BatchItem is large, and growing the slice copied them
+	// all.
+	req := counting.BatchRequest{Items: make([]counting.BatchItem, len(refs))}
+	for k, r := range refs {
+		req.Items[k] = capItem(ids, &cands[r.cand], &cands[r.cand].Caps[r.cap])
+	}
+	return req
+}
+
+// capItem is the batch item that reads cp's counts for cand.
+func capItem(ids Identities, cand *Candidate, cp *Cap) counting.BatchItem {
+	it := counting.BatchItem{CID: cand.CID, Event: cand.Event, Dims: map[string]string{cp.Dim: ids[cp.Dim]}}
+	for _, w := range cp.Windows {
+		it.WindowHours = append(it.WindowHours, w.Hours)
+	}
+	if cp.Pace != nil {
+		it.PaceWindowSec = int(cp.Pace.Window / time.Second)
+	}
+	return it
 }
 
 // block applies one cap to the counts read for it, in the order day,
 // windows, pace limit, pace gap.
-func block(d *Decision, cp Cap, got counting.Counts, now int64) {
+func block(d *Decision, cp *Cap, got *counted, now int64) {
 	stop := func(reason Reason, count, limit int64, hours int) {
 		d.Allowed, d.Reason, d.Dim, d.Count, d.Limit, d.Hours = false, reason, cp.Dim, count, limit, hours
 	}
-	if cp.Day > 0 && got.Day >= cp.Day {
-		stop(DayCap, got.Day, cp.Day, 0)
+	if cp.Day > 0 && got.day >= cp.Day {
+		stop(DayCap, got.day, cp.Day, 0)
 		return
 	}
-	for _, w := range cp.Windows {
-		n := got.Windows[strconv.Itoa(w.Hours)]
-		if w.Limit > 0 && n >= w.Limit {
+	for i, w := range cp.Windows {
+		if n := got.windows[i]; w.Limit > 0 && n >= w.Limit {
 			stop(WindowCap, n, w.Limit, w.Hours)
 			return
 		}
 	}
-	if cp.Pace == nil || got.Pace == nil {
+	if cp.Pace == nil || got.pace == nil {
 		return
 	}
-	if cp.Pace.Limit > 0 && got.Pace.Count >= cp.Pace.Limit {
-		stop(PaceLimit, got.Pace.Count, cp.Pace.Limit, 0)
+	if cp.Pace.Limit > 0 && got.pace.Count >= cp.Pace.Limit {
+		stop(PaceLimit, got.pace.Count, cp.Pace.Limit, 0)
 		return
 	}
-	if gap := cp.Pace.MinGap.Milliseconds(); gap > 0 && got.Pace.LastAt > 0 && now-got.Pace.LastAt < gap {
-		stop(PaceGap, now-got.Pace.LastAt, gap, 0)
+	if gap := cp.Pace.MinGap.Milliseconds(); gap > 0 && got.pace.LastAt > 0 && now-got.pace.LastAt < gap {
+		stop(PaceGap, now-got.pace.LastAt, gap, 0)
 	}
 }
 
@@ -384,12 +409,28 @@ type httpReader struct {
 	http                            *http.Client
 }
 
-func (h *httpReader) read(ctx context.Context, req *counting.BatchRequest) ([]counting.Answer, error) {
-	out, err := results[counting.Answer](ctx, h, h.batchURL, req)
-	if err == nil && len(out) != len(req.Items) {
-		return nil, fmt.Errorf("freqcap client: %d results for %d items", len(out), len(req.Items))
+// readCaps reads the caps refs name with POST /v1/freq/batch.
+func (h *httpReader) readCaps(ctx context.Context, ids Identities, cands []Candidate, refs []ref) ([]counted, error) {
+	req := capItems(ids, cands, refs)
+	answers, err := results[counting.Answer](ctx, h, h.batchURL, &req)
+	if err != nil {
+		return nil, err
 	}
-	return out, err
+	if len(answers) != len(refs) {
+		return nil, fmt.Errorf("freqcap client: %d results for %d items", len(answers), len(refs))
+	}
+	out, sums := make([]counted, len(refs)), make([]int64, capWindows(cands, refs))
+	for k, r := range refs {
+		a, cp, g := &answers[k], &cands[r.cand].Caps[r.cap], &out[k]
+		g.failed, g.stale, g.ageMs = a.Degraded || a.Code != 0, a.Stale, a.AgeMs
+		got := a.Counts[cp.Dim]
+		g.day, g.pace = got.Day, got.Pace
+		g.windows, sums = sums[:len(cp.Windows):len(cp.Windows)], sums[len(cp.Windows):]
+		for i, w := range cp.Windows {
+			g.windows[i] = got.Windows[strconv.Itoa(w.Hours)]
+		}
+	}
+	return out, nil
 }
 
 // results posts req to url and answers the results of the counter's

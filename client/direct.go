@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -76,13 +77,7 @@ func NewDirect(redisURL string, opts Options, d DirectOptions) (*Client, error) 
 	o.Cache = cache
 	st := core.NewStore(rdb, o, nil)
 	counters, parser := campaign.Counters{Store: st, M: core.NopMetrics{}}, campaign.NewParser(st.Limits())
-	c.read = func(ctx context.Context, req *counting.BatchRequest) ([]counting.Answer, error) {
-		out, err := counters.ReadBatch(ctx, parser, req.Items)
-		if err != nil {
-			return nil, fmt.Errorf("freqcap client: %w", err)
-		}
-		return out, nil
-	}
+	c.readCaps = directCaps(counters, parser)
 	c.decide = directDecide(counters, parser, c.maxBatch)
 	c.reserve = directReserve(counters, parser, c.maxBatch, d.ReserveTTL)
 	c.close = func() { st.Close(); rdb.Close() }
@@ -112,4 +107,56 @@ func (d DirectOptions) storeOptions(timeout time.Duration, now func() time.Time)
 		o.HotKeyRate = d.HotKeyRate
 	}
 	return o
+}
+
+// directCaps reads Decide's caps in this process as the counter reads
+// POST /v1/freq/batch, without the wire's shapes: a query per cap, built
+// and checked as the counter's parser builds it from the batch item
+// (campaign.Parser.CheckRead), and the counts taken from the store's
+// results. A cap the counter would refuse refuses the call with the error
+// the counter gives.
+func directCaps(counters campaign.Counters, parser *campaign.Parser) func(context.Context, Identities, []Candidate, []ref) ([]counted, error) {
+	return func(ctx context.Context, ids Identities, cands []Candidate, refs []ref) ([]counted, error) {
+		nw := capWindows(cands, refs)
+		// A few allocations whatever the number of caps (each a slice
+		// of them all), none per cap.
+		qs, dims := make([]campaign.Query, len(refs)), make([]campaign.Dim, len(refs))
+		hours, wins := make([]int, 0, nw), make([]int, nw)
+		for k, r := range refs {
+			cand, cp, q := &cands[r.cand], &cands[r.cand].Caps[r.cap], &qs[k]
+			dims[k] = campaign.Dim{Name: cp.Dim, ID: ids[cp.Dim]}
+			q.CID, q.Event, q.Dims = cand.CID, cand.Event, dims[k:k+1:k+1]
+			if cp.Pace != nil {
+				q.PaceWindowSec = int(cp.Pace.Window / time.Second)
+			}
+			n := len(cp.Windows)
+			q.Windows, wins = wins[:0:n], wins[n:]
+			hours = hours[:0]
+			for _, w := range cp.Windows {
+				hours = append(hours, w.Hours)
+			}
+			if !parser.CheckRead(q, hours) {
+				_, err := parser.ReadItem(capItem(ids, cand, cp), k)
+				if err == nil {
+					err = fmt.Errorf("campaign %s: the cap on %s was refused by the direct check alone", cand.CID, cp.Dim)
+				}
+				return nil, fmt.Errorf("freqcap client: %w", err)
+			}
+		}
+		res := counters.Read(ctx, qs)
+		out, sums := make([]counted, len(refs)), make([]int64, nw)
+		for k, r := range refs {
+			cp, q, g, c := &cands[r.cand].Caps[r.cap], &qs[k], &out[k], &res[k].Counts[0]
+			g.failed, g.stale, g.ageMs, g.day = res[k].Err != nil, res[k].Stale, res[k].AgeMs, c.Day
+			g.windows, sums = sums[:len(cp.Windows):len(cp.Windows)], sums[len(cp.Windows):]
+			for i, w := range cp.Windows {
+				// The query's windows are sorted and distinct.
+				g.windows[i] = c.Windows[slices.Index(q.Windows, w.Hours)]
+			}
+			if q.PaceWindowSec > 0 {
+				g.pace = &c.Pace
+			}
+		}
+		return out, nil
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freqcap/freqcap/campaign"
 	"github.com/freqcap/freqcap/client"
 	"github.com/freqcap/freqcap/core"
 	"github.com/freqcap/freqcap/shared/counting"
@@ -83,6 +84,7 @@ func TestDirectDecidesAsHTTP(t *testing.T) {
 	for i := 0; i < len(notices); i += 100 {
 		countBatch(t, notices[i:i+100])
 	}
+	countHoursAgo(t, rng)
 
 	viaHTTP := newClient(t, client.Options{})
 	direct := newDirect(t, redisURL, client.Options{}, client.DirectOptions{})
@@ -105,8 +107,12 @@ func TestDirectDecidesAsHTTP(t *testing.T) {
 					continue
 				}
 				cp := client.Cap{Dim: dim, Day: int64(rng.IntN(30))}
-				if rng.IntN(2) == 0 {
+				switch rng.IntN(4) {
+				case 0:
 					cp.Windows = []client.Window{{Hours: 2, Limit: int64(rng.IntN(20))}, {Hours: 24, Limit: int64(rng.IntN(25))}}
+				case 1:
+					// Out of order, one window twice: each limit against its own window's sum.
+					cp.Windows = []client.Window{{Hours: 24, Limit: int64(rng.IntN(25))}, {Hours: 2, Limit: int64(rng.IntN(20))}, {Hours: 24, Limit: int64(rng.IntN(5))}}
 				}
 				if rng.IntN(3) == 0 {
 					cp.Pace = &client.Pace{Window: time.Hour, Limit: int64(rng.IntN(10)), MinGap: time.Duration(rng.IntN(2)) * time.Hour}
@@ -247,6 +253,29 @@ func TestDirectAnswersLastKnownWithRedisFrozen(t *testing.T) {
 	got, err := c.Decide(context.Background(), client.Identities{"device": "never-read"}, seen)
 	if err == nil || !got[0].Degraded || !got[0].Allowed {
 		t.Errorf("a device never read, Redis frozen: %+v, %v; want degraded, allowed (fail open)", got[0], err)
+	}
+}
+
+// countHoursAgo counts wins of campaigns dx0..dx6 on devices dev-0..dev-5
+// 3 to 12 hours ago, with the counting core the counter runs on a clock
+// set back: their 24-hour windows then hold more than their 2-hour ones.
+func countHoursAgo(t *testing.T, rng *rand.Rand) {
+	t.Helper()
+	rdb, err := redisconn.Open(redisURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	for n := range 60 {
+		ago := time.Now().Add(-time.Duration(3+rng.IntN(10)) * time.Hour)
+		st := core.NewStore(rdb, core.Options{WriteTimeout: 5 * time.Second, Now: func() time.Time { return ago }}, nil)
+		q := campaign.Query{CID: fmt.Sprint("dx", rng.IntN(7)), Event: "win", ReserveEvent: "win", Windows: []int{24},
+			Dims: []campaign.Dim{{Name: "device", ID: fmt.Sprint("dev-", rng.IntN(6))}}, EID: fmt.Sprint("ago-", n)}
+		_, err := campaign.Counters{Store: st, M: core.NopMetrics{}}.Incr(context.Background(), &q)
+		st.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
