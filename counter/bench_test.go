@@ -469,6 +469,16 @@ func BenchmarkBatchReadHandler(b *testing.B) {
 	})
 }
 
+// BenchmarkWriteHandler is make bench's write without the network: POST
+// /v1/incr of a device (UUID-shaped, a new one each time), a shared bundle
+// and tagid, a 3-hour window and an event id, through the counter's router
+// and Redis's runs, answering the counts.
+func BenchmarkWriteHandler(b *testing.B) {
+	benchRequests(b, func(i int) *http.Request {
+		return httptest.NewRequest(http.MethodPost, fmt.Sprintf("/v1/incr?cid=42&device=%08x-0000-4000-8000-%012x&bundle=com.hot&tagid=7&windowHours=3&eid=w-%d", i, i, i), nil)
+	})
+}
+
 // BenchmarkWriteBatchHandler is make bench's write-batch-20 without the
 // network: POST /v1/incr/batch of 20 notices, each on its own device
 // (UUID-shaped) and a shared bundle and tagid, with event ids, through the

@@ -27,6 +27,7 @@ var handlers = []handler{
 	{"Go: hot read, GET /v1/freq bundle+tagid from the client-side cache", "./counter", "BenchmarkHotReadHandler", 1},
 	{"Go: cold read, GET /v1/freq of a new device", "./counter", "BenchmarkColdReadHandler", 1},
 	{"Go: batch read, POST /v1/freq/batch of 50 campaigns on a new device", "./counter", "BenchmarkBatchReadHandler", 10},
+	{"Go: write, POST /v1/incr of a new device and a shared bundle and tagid, answering its counts", "./counter", "BenchmarkWriteHandler", 1},
 	{"Go: write batch, POST /v1/incr/batch of 20 notices (device, shared bundle and tagid)", "./counter", "BenchmarkWriteBatchHandler", 10},
 	{"Go: rate-limit check, POST /v1/limit gcra", "./counter", "BenchmarkLimitHandler", 1},
 	{"Go: AddFreq over Connect JSON", "./counter", "BenchmarkAddFreqHandler", 1},
