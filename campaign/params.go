@@ -167,9 +167,24 @@ func IntParam(name, v string, lo, hi int) (int, error) {
 	return n, nil
 }
 
-// FromItem turns a batch item into a query; field names in errors are
-// prefixed with the item's place, e.g. items[3].windowHours.
-func (p *Parser) FromItem(it counting.BatchItem, prefix string) (Query, error) {
+// ItemPlace is item i's place in a batch, the prefix of the fields its
+// errors name: items[3]. (as in items[3].windowHours).
+func ItemPlace(i int) string { return "items[" + strconv.Itoa(i) + "]." }
+
+// FromItem turns item i of a batch into a query; field names in errors are
+// prefixed with the item's place (ItemPlace), made only for an item that is
+// refused.
+func (p *Parser) FromItem(it counting.BatchItem, i int) (Query, error) {
+	q, err := p.fromItem(it, "")
+	if err != nil {
+		_, err = p.fromItem(it, ItemPlace(i))
+	}
+	return q, err
+}
+
+// fromItem is FromItem with the item's place, prefix: "" names no place
+// (the usual item, refused by none of the checks, formats nothing).
+func (p *Parser) fromItem(it counting.BatchItem, prefix string) (Query, error) {
 	q := Query{CID: it.CID, Event: it.Event, Level: it.Level, PaceWindowSec: it.PaceWindowSec, Week: it.Week, Month: it.Month, Zone: it.Zone, LifetimeEnd: it.LifetimeEnd, Periods: it.Periods, EID: it.EID,
 		Release: it.Release, Lost: it.Lost, ReserveEvent: p.events[0]}
 	if q.Event == "" {
@@ -195,7 +210,11 @@ func (p *Parser) FromItem(it counting.BatchItem, prefix string) (Query, error) {
 		return q, apierr.Invalid("%slevels: at most %d", prefix, 2*len(counting.Levels))
 	}
 	for i, l := range it.Levels {
-		a, err := p.level(&q, l, fmt.Sprintf("%slevels[%d].", prefix, i))
+		lp := ""
+		if prefix != "" {
+			lp = fmt.Sprintf("%slevels[%d].", prefix, i)
+		}
+		a, err := p.level(&q, l, lp)
 		if err != nil {
 			return q, err
 		}
@@ -207,7 +226,7 @@ func (p *Parser) FromItem(it counting.BatchItem, prefix string) (Query, error) {
 // ReadItem turns item i of a batch read into a query: no event id, no
 // other levels (those are for writes).
 func (p *Parser) ReadItem(it counting.BatchItem, i int) (Query, error) {
-	q, err := p.FromItem(it, fmt.Sprintf("items[%d].", i))
+	q, err := p.FromItem(it, i)
 	switch {
 	case err != nil:
 		return q, err
@@ -300,18 +319,28 @@ func (p *Parser) windowsOf(q *Query, hours []int, prefix string) error {
 	return checkPeriods(q.Periods, prefix)
 }
 
-// CheckWrite refuses what only reads may ask of q and its levels: more
-// than one hour window, or two periods of one unit (a write keeps the one
-// it names).
-func (q *Query) CheckWrite(prefix string) error {
-	for _, w := range append([]Query{*q}, q.Also...) {
-		if len(w.Windows) > 1 {
-			return apierr.Invalid("%swindowHours takes one window on writes (the largest of the caps)", prefix)
+// CheckWrite refuses what only reads may ask of q, item i of a batch, and
+// its levels: more than one hour window, or two periods of one unit (a
+// write keeps the one it names).
+func (q *Query) CheckWrite(i int) error {
+	if err := q.checkWrite(i); err != nil {
+		return err
+	}
+	for k := range q.Also {
+		if err := q.Also[k].checkWrite(i); err != nil {
+			return err
 		}
-		for i, p := range w.Periods {
-			if slices.IndexFunc(w.Periods, func(o counting.Period) bool { return o.Unit == p.Unit }) != i {
-				return apierr.Invalid("%speriods: one %s on writes (the longest of the caps)", prefix, p.Unit)
-			}
+	}
+	return nil
+}
+
+func (q *Query) checkWrite(i int) error {
+	if len(q.Windows) > 1 {
+		return apierr.Invalid("%swindowHours takes one window on writes (the largest of the caps)", ItemPlace(i))
+	}
+	for k, p := range q.Periods {
+		if slices.IndexFunc(q.Periods, func(o counting.Period) bool { return o.Unit == p.Unit }) != k {
+			return apierr.Invalid("%speriods: one %s on writes (the longest of the caps)", ItemPlace(i), p.Unit)
 		}
 	}
 	return nil

@@ -169,7 +169,7 @@ func BenchmarkDecodeBatch(b *testing.B) {
 					b.Fatal(err)
 				}
 				for i, it := range req.Items {
-					if _, err := p.FromItem(it, strconv.Itoa(i)); err != nil {
+					if _, err := p.FromItem(it, i); err != nil {
 						b.Fatal(err)
 					}
 				}

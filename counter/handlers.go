@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -213,10 +212,9 @@ func handleIncrBatch(log *slog.Logger, p *campaign.Parser, store campaign.Counte
 		var qs []campaign.Query
 		var at []int // answers index of each query
 		for i, it := range req.Items {
-			prefix := fmt.Sprintf("items[%d].", i)
-			q, err := p.FromItem(it, prefix)
+			q, err := p.FromItem(it, i)
 			if err == nil {
-				err = q.CheckWrite(prefix)
+				err = q.CheckWrite(i)
 			}
 			q.Quiet = req.Quiet
 			if err != nil {

@@ -1,13 +1,12 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
+	"github.com/freqcap/freqcap/campaign"
 	"github.com/freqcap/freqcap/core"
-
 	"github.com/freqcap/freqcap/shared/apierr"
 	"github.com/freqcap/freqcap/shared/counting"
 	"github.com/freqcap/freqcap/shared/deadline"
@@ -28,13 +27,13 @@ func handleItems(log *slog.Logger, lim *core.Limits, store *core.Store, deg *deg
 		write := req.Items[0].Hits > 0
 		for i := range req.Items {
 			it := &req.Items[i]
-			field := fmt.Sprintf("items[%d].", i)
 			if (it.Hits > 0) != write {
-				httpjson.Error(w, r, log, apierr.Invalid("%shits: a batch is all reads (hits 0) or all writes (hits > 0)", field))
+				httpjson.Error(w, r, log, apierr.Invalid("%shits: a batch is all reads (hits 0) or all writes (hits > 0)", campaign.ItemPlace(i)))
 				return
 			}
-			if err := lim.Check(it, write, field); err != nil {
-				httpjson.Error(w, r, log, err)
+			// The item's place is named only for an item refused.
+			if err := lim.Check(it, write, ""); err != nil {
+				httpjson.Error(w, r, log, lim.Check(it, write, campaign.ItemPlace(i)))
 				return
 			}
 		}
