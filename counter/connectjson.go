@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	freqcapv1 "github.com/freqcap/freqcap/gen/freqcap/v1"
+	"github.com/freqcap/freqcap/shared/jsonscan"
 )
 
 // The frequency-control calls every caller makes, AddFreq and GetFreq
@@ -120,13 +121,13 @@ func unmarshalFast(b []byte, v any) bool {
 	switch m := v.(type) {
 	case *freqcapv1.AddFreqReq:
 		var r freqcapv1.AddFreqReq
-		if rest, ok := readObject(b, func(name string, d *decoder) bool { return readAddField(&r, name, d) }); ok && blank(rest) {
+		if rest, ok := readObject(b, func(name string, d *decoder) bool { return readAddField(&r, name, d) }); ok && jsonscan.Blank(rest) {
 			m.BusinessId, m.Key, m.TimeSpan, m.TimeUnit, m.EventId = r.BusinessId, r.Key, r.TimeSpan, r.TimeUnit, r.EventId
 			return true
 		}
 	case *freqcapv1.GetFreqReq:
 		var r freqcapv1.GetFreqReq
-		if rest, ok := readObject(b, func(name string, d *decoder) bool { return readGetField(&r, name, d) }); ok && blank(rest) {
+		if rest, ok := readObject(b, func(name string, d *decoder) bool { return readGetField(&r, name, d) }); ok && jsonscan.Blank(rest) {
 			m.BusinessId, m.Key = r.BusinessId, r.Key
 			return true
 		}
@@ -138,21 +139,21 @@ func unmarshalFast(b []byte, v any) bool {
 func readAddField(r *freqcapv1.AddFreqReq, name string, d *decoder) bool {
 	switch name {
 	case "business_id", "businessId":
-		return d.uint32(&r.BusinessId)
+		return d.Uint32(&r.BusinessId)
 	case "key":
-		return d.string(&r.Key)
+		return d.Str(&r.Key)
 	case "time_span", "timeSpan":
-		return d.uint32(&r.TimeSpan)
+		return d.Uint32(&r.TimeSpan)
 	case "time_unit", "timeUnit":
 		var s string
-		if !d.string(&s) {
+		if !d.Str(&s) {
 			return false
 		}
 		u, ok := freqcapv1.TimeUnit_value[s]
 		r.TimeUnit = freqcapv1.TimeUnit(u)
 		return ok
 	case "event_id", "eventId":
-		return d.string(&r.EventId)
+		return d.Str(&r.EventId)
 	}
 	return false
 }
@@ -161,66 +162,18 @@ func readAddField(r *freqcapv1.AddFreqReq, name string, d *decoder) bool {
 func readGetField(r *freqcapv1.GetFreqReq, name string, d *decoder) bool {
 	switch name {
 	case "business_id", "businessId":
-		return d.uint32(&r.BusinessId)
+		return d.Uint32(&r.BusinessId)
 	case "key":
-		return d.string(&r.Key)
+		return d.Str(&r.Key)
 	}
 	return false
 }
 
-// decoder reads plain JSON values from b.
+// decoder reads plain JSON values (jsonscan.Decoder), with the names of
+// the dimensions read so far (batchjson.go).
 type decoder struct {
-	b     []byte
-	names []string // the dimensions' names read so far (batchjson.go)
-}
-
-func (d *decoder) skipSpace() {
-	for len(d.b) > 0 && (d.b[0] == ' ' || d.b[0] == '\t' || d.b[0] == '\n' || d.b[0] == '\r') {
-		d.b = d.b[1:]
-	}
-}
-
-// string reads a string without escapes or control characters, valid UTF-8.
-func (d *decoder) string(dst *string) bool {
-	d.skipSpace()
-	if len(d.b) == 0 || d.b[0] != '"' {
-		return false
-	}
-	for i := 1; i < len(d.b); i++ {
-		switch c := d.b[i]; {
-		case c == '"':
-			s := d.b[1:i]
-			if !utf8.Valid(s) {
-				return false
-			}
-			*dst, d.b = string(s), d.b[i+1:]
-			return true
-		case c == '\\' || c < 0x20:
-			return false
-		}
-	}
-	return false
-}
-
-// uint32 reads a plain unsigned number: digits, no leading zero, in range.
-func (d *decoder) uint32(dst *uint32) bool {
-	d.skipSpace()
-	n := 0
-	for n < len(d.b) && d.b[n] >= '0' && d.b[n] <= '9' {
-		n++
-	}
-	if n == 0 || n > 10 || n > 1 && d.b[0] == '0' {
-		return false
-	}
-	if n < len(d.b) && (d.b[n] == '.' || d.b[n] == 'e' || d.b[n] == 'E') {
-		return false
-	}
-	u, err := strconv.ParseUint(string(d.b[:n]), 10, 32)
-	if err != nil {
-		return false
-	}
-	*dst, d.b = uint32(u), d.b[n:]
-	return true
+	jsonscan.Decoder
+	names []string
 }
 
 // readObject reads one object whose members field reads, each field at
@@ -228,20 +181,20 @@ func (d *decoder) uint32(dst *uint32) bool {
 // repeated member is not plain, and protojson says what is wrong with it.
 // It returns what follows the object.
 func readObject(b []byte, field func(name string, d *decoder) bool) ([]byte, bool) {
-	d := &decoder{b: b}
-	d.skipSpace()
-	if len(d.b) == 0 || d.b[0] != '{' {
+	d := &decoder{Decoder: jsonscan.Decoder{B: b}}
+	d.SkipSpace()
+	if len(d.B) == 0 || d.B[0] != '{' {
 		return nil, false
 	}
-	d.b = d.b[1:]
+	d.B = d.B[1:]
 	var seen []string // the fields so far, by their JSON names
 	for first := true; ; first = false {
-		d.skipSpace()
-		if len(d.b) > 0 && d.b[0] == '}' && first {
-			return d.b[1:], true
+		d.SkipSpace()
+		if len(d.B) > 0 && d.B[0] == '}' && first {
+			return d.B[1:], true
 		}
 		var name string
-		if !d.string(&name) {
+		if !d.Str(&name) {
 			return nil, false
 		}
 		jsonName := camel(name)
@@ -249,23 +202,23 @@ func readObject(b []byte, field func(name string, d *decoder) bool) ([]byte, boo
 			return nil, false
 		}
 		seen = append(seen, jsonName)
-		d.skipSpace()
-		if len(d.b) == 0 || d.b[0] != ':' {
+		d.SkipSpace()
+		if len(d.B) == 0 || d.B[0] != ':' {
 			return nil, false
 		}
-		d.b = d.b[1:]
+		d.B = d.B[1:]
 		if !field(name, d) {
 			return nil, false
 		}
-		d.skipSpace()
-		if len(d.b) == 0 {
+		d.SkipSpace()
+		if len(d.B) == 0 {
 			return nil, false
 		}
-		switch d.b[0] {
+		switch d.B[0] {
 		case ',':
-			d.b = d.b[1:]
+			d.B = d.B[1:]
 		case '}':
-			return d.b[1:], true
+			return d.B[1:], true
 		default:
 			return nil, false
 		}
@@ -291,11 +244,4 @@ func camel(s string) string {
 		}
 	}
 	return string(out)
-}
-
-// blank reports whether b holds only JSON whitespace.
-func blank(b []byte) bool {
-	d := decoder{b: b}
-	d.skipSpace()
-	return len(d.b) == 0
 }

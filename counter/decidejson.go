@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/jsonscan"
 )
 
 // A decide (POST /v1/decide: a bidder's one question per bid request) is
@@ -18,19 +19,19 @@ import (
 // decodeDecideFast decodes the plain form of a decide request into req;
 // false (req untouched) when b is not plain.
 func decodeDecideFast(b []byte, req *counting.DecideRequest) bool {
-	d := decoder{b: b}
+	d := decoder{Decoder: jsonscan.Decoder{B: b}}
 	var r counting.DecideRequest
-	ok := d.members(func(name []byte) (uint32, bool) {
+	ok := d.Members(func(name []byte) (uint32, bool) {
 		switch string(name) {
 		case "reserved":
-			return 1 << 0, d.bool(&r.Reserved)
+			return 1 << 0, d.Bool(&r.Reserved)
 		case "identities":
 			return 1 << 1, d.dims(&r.Identities)
 		case "candidates":
-			return 1 << 2, d.array(func() bool {
+			return 1 << 2, d.Array(func() bool {
 				if r.Candidates == nil {
 					// One "cid" a candidate: they grow once at most.
-					r.Candidates = make([]counting.Candidate, 0, max(1, bytes.Count(d.b, cidName)))
+					r.Candidates = make([]counting.Candidate, 0, max(1, bytes.Count(d.B, cidName)))
 				}
 				r.Candidates = append(r.Candidates, counting.Candidate{})
 				return d.candidate(&r.Candidates[len(r.Candidates)-1])
@@ -38,7 +39,7 @@ func decodeDecideFast(b []byte, req *counting.DecideRequest) bool {
 		}
 		return 0, false
 	})
-	if !ok || !blank(d.b) {
+	if !ok || !jsonscan.Blank(d.B) {
 		return false
 	}
 	*req = r
@@ -47,12 +48,12 @@ func decodeDecideFast(b []byte, req *counting.DecideRequest) bool {
 
 // candidate reads one candidate of a decide.
 func (d *decoder) candidate(c *counting.Candidate) bool {
-	return d.members(func(name []byte) (uint32, bool) {
+	return d.Members(func(name []byte) (uint32, bool) {
 		switch string(name) {
 		case "cid":
-			return 1 << 0, d.string(&c.CID)
+			return 1 << 0, d.Str(&c.CID)
 		case "crid":
-			return 1 << 1, d.string(&c.CRID)
+			return 1 << 1, d.Str(&c.CRID)
 		}
 		return 0, false
 	})

@@ -1,6 +1,9 @@
 package main
 
-import "github.com/freqcap/freqcap/shared/counting"
+import (
+	"github.com/freqcap/freqcap/shared/counting"
+	"github.com/freqcap/freqcap/shared/jsonscan"
+)
 
 // The body of POST /v1/limit (one rate-limit check) is decoded here in its
 // plain form, as batchjson.go decodes the batches: go-json-experiment's
@@ -12,28 +15,28 @@ import "github.com/freqcap/freqcap/shared/counting"
 // decodeLimitFast decodes the plain form of a check into req; false (req
 // untouched) when b is not plain.
 func decodeLimitFast(b []byte, req *counting.LimitRequest) bool {
-	d := decoder{b: b}
+	d := decoder{Decoder: jsonscan.Decoder{B: b}}
 	var r counting.LimitRequest
-	ok := d.members(func(name []byte) (uint32, bool) {
+	ok := d.Members(func(name []byte) (uint32, bool) {
 		switch string(name) {
 		case "key":
-			return 1 << 0, d.string(&r.Key)
+			return 1 << 0, d.Str(&r.Key)
 		case "policy":
-			return 1 << 1, d.string(&r.Policy)
+			return 1 << 1, d.Str(&r.Policy)
 		case "limits":
-			return 1 << 2, d.array(func() bool {
+			return 1 << 2, d.Array(func() bool {
 				r.Limits = append(r.Limits, counting.Rule{})
 				return d.rule(&r.Limits[len(r.Limits)-1])
 			}, func() { r.Limits = []counting.Rule{} })
 		case "cost":
 			r.Cost = new(int64)
-			return 1 << 3, d.int64(r.Cost)
+			return 1 << 3, d.Int64(r.Cost)
 		case "mode":
-			return 1 << 4, d.string(&r.Mode)
+			return 1 << 4, d.Str(&r.Mode)
 		}
 		return d.ruleMember(name, &r.Rule, 5)
 	})
-	if !ok || !blank(d.b) {
+	if !ok || !jsonscan.Blank(d.B) {
 		return false
 	}
 	*req = r
@@ -42,7 +45,7 @@ func decodeLimitFast(b []byte, req *counting.LimitRequest) bool {
 
 // rule reads one limit of a check's limits.
 func (d *decoder) rule(r *counting.Rule) bool {
-	return d.members(func(name []byte) (uint32, bool) { return d.ruleMember(name, r, 0) })
+	return d.Members(func(name []byte) (uint32, bool) { return d.ruleMember(name, r, 0) })
 }
 
 // ruleMember reads a member of a Rule (its bits from 1<<shift on): a
@@ -51,19 +54,19 @@ func (d *decoder) ruleMember(name []byte, r *counting.Rule, shift uint) (uint32,
 	switch string(name) {
 	case "algorithm":
 		var s string
-		ok := d.string(&s)
+		ok := d.Str(&s)
 		r.Algorithm = counting.Kind(s)
 		return 1 << shift, ok
 	case "limit":
-		return 1 << (shift + 1), d.int64(&r.Limit)
+		return 1 << (shift + 1), d.Int64(&r.Limit)
 	case "period":
-		return 1 << (shift + 2), d.string(&r.Period)
+		return 1 << (shift + 2), d.Str(&r.Period)
 	case "burst":
-		return 1 << (shift + 3), d.int64(&r.Burst)
+		return 1 << (shift + 3), d.Int64(&r.Burst)
 	case "capacity":
-		return 1 << (shift + 4), d.int64(&r.Capacity)
+		return 1 << (shift + 4), d.Int64(&r.Capacity)
 	case "acquire":
-		return 1 << (shift + 5), d.bool(&r.Acquire)
+		return 1 << (shift + 5), d.Bool(&r.Acquire)
 	}
 	return 0, false
 }
