@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -261,6 +262,8 @@ type counted struct {
 	windows []int64
 	// pace is the exact window's state when the cap reads one.
 	pace *counting.Pace
+	// paceOf holds the state pace points to, when read in place.
+	paceOf counting.Pace
 }
 
 // Decide reads the counts of every candidate in one round trip and returns
@@ -409,13 +412,31 @@ type httpReader struct {
 	http                            *http.Client
 }
 
-// readCaps reads the caps refs name with POST /v1/freq/batch.
+// readCaps reads the caps refs name with POST /v1/freq/batch. The answer
+// in the plain form the counter writes is read straight into the caps'
+// counts (capAnswers); any other is decoded whole, as the other calls'.
 func (h *httpReader) readCaps(ctx context.Context, ids Identities, cands []Candidate, refs []ref) ([]counted, error) {
 	req := capItems(ids, cands, refs)
-	answers, err := results[counting.Answer](ctx, h, h.batchURL, &req)
-	if err != nil {
-		return nil, err
-	}
+	var out []counted
+	err := h.exchange(ctx, h.batchURL, &req, func(status int, body []byte) error {
+		var ok bool
+		if status == http.StatusOK {
+			if out, ok = capAnswers(body, cands, refs); ok {
+				return nil
+			}
+		}
+		answers, err := decodeResults[counting.Answer](status, body)
+		if err == nil {
+			out, err = countedOf(answers, cands, refs)
+		}
+		return err
+	})
+	return out, err
+}
+
+// countedOf are the counts of the caps refs name in the counter's
+// answers to their items.
+func countedOf(answers []counting.Answer, cands []Candidate, refs []ref) ([]counted, error) {
 	if len(answers) != len(refs) {
 		return nil, fmt.Errorf("freqcap client: %d results for %d items", len(answers), len(refs))
 	}
@@ -436,14 +457,24 @@ func (h *httpReader) readCaps(ctx context.Context, ids Identities, cands []Candi
 // results posts req to url and answers the results of the counter's
 // {"code","msg","results"} answer; any other answer is an error.
 func results[T any](ctx context.Context, h *httpReader, url string, req any) ([]T, error) {
+	var out []T
+	err := h.exchange(ctx, url, req, func(status int, body []byte) (err error) {
+		out, err = decodeResults[T](status, body)
+		return err
+	})
+	return out, err
+}
+
+// decodeResults are the results of the counter's {"code","msg","results"}
+// answer body of status; any other answer is an error.
+func decodeResults[T any](status int, body []byte) ([]T, error) {
 	var resp struct {
 		Code    int    `json:"code"`
 		Msg     string `json:"msg"`
 		Results []T    `json:"results"`
 	}
-	status, err := h.post(ctx, url, req, &resp)
-	if err != nil {
-		return nil, err
+	if err := gojson.Unmarshal(body, &resp); err != nil {
+		return nil, fmt.Errorf("freqcap client: %d answer: %w", status, err)
 	}
 	if status != http.StatusOK || resp.Code != 0 {
 		return nil, fmt.Errorf("freqcap client: counter answered %d: code %d %s", status, resp.Code, resp.Msg)
@@ -451,28 +482,42 @@ func results[T any](ctx context.Context, h *httpReader, url string, req any) ([]
 	return resp.Results, nil
 }
 
-// post sends req as JSON to u and decodes the answer into resp, whatever
-// its status, which it returns.
-func (h *httpReader) post(ctx context.Context, u string, req, resp any) (int, error) {
+// maxAnswer bounds the body of a counter's answer the client reads.
+const maxAnswer = 64 << 20
+
+// answerBufs hold the answers being read, for the next call once read.
+var answerBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// exchange sends req as JSON to u and has read decode the status and body
+// of the answer, whatever its status. The body is read whole (so the
+// connection is reusable) into a buffer the next exchange reuses: read
+// must keep none of it.
+func (h *httpReader) exchange(ctx context.Context, u string, req any, read func(status int, body []byte) error) error {
 	body, err := gojson.Marshal(req)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
-		return 0, err
+		return err
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hresp, err := h.http.Do(hreq)
 	if err != nil {
-		return 0, fmt.Errorf("freqcap client: %w", err)
+		return fmt.Errorf("freqcap client: %w", err)
 	}
 	defer hresp.Body.Close()
-	if err := gojson.NewDecoder(hresp.Body).Decode(resp); err != nil {
-		return 0, fmt.Errorf("freqcap client: %d answer: %w", hresp.StatusCode, err)
+	buf := answerBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 1<<20 {
+			buf.Reset()
+			answerBufs.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(io.LimitReader(hresp.Body, maxAnswer)); err != nil {
+		return fmt.Errorf("freqcap client: %d answer: %w", hresp.StatusCode, err)
 	}
-	_, _ = io.Copy(io.Discard, hresp.Body) // keep the connection reusable
-	return hresp.StatusCode, nil
+	return read(hresp.StatusCode, buf.Bytes())
 }
 
 // AuctionEID is the event id a bid response puts in its notice URLs: the

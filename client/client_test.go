@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/freqcap/freqcap/client"
+	"github.com/freqcap/freqcap/shared/counting"
 )
 
 func newClient(t *testing.T, opts client.Options) *client.Client {
@@ -229,5 +231,35 @@ func TestDecideSplitsLargeCandidateLists(t *testing.T) {
 		if d.CID != cands[i].CID || d.Allowed != (i != 149) || d.Degraded {
 			t.Errorf("candidate %d: %v", i, d)
 		}
+	}
+}
+
+// The counter's own answer to a Decide's batch read is read in its plain
+// form (no full decoding), whatever the caps ask: windows, an exact
+// window, a degraded read's answer.
+func TestDecideReadsTheCountersAnswerInPlace(t *testing.T) {
+	ids := client.Identities{"device": "plain-dev", "bundle": "com.plain"}
+	cands := []client.Candidate{
+		{CID: "plain1", Caps: []client.Cap{{Dim: "device", Day: 3, Windows: []client.Window{{Hours: 24, Limit: 2}, {Hours: 3, Limit: 1}}}, {Dim: "bundle", Day: 9}}},
+		{CID: "plain2", Event: "imp", Caps: []client.Cap{{Dim: "device", Pace: &client.Pace{Window: time.Hour, Limit: 1, MinGap: time.Minute}}}},
+	}
+	countBatch(t, []counting.BatchItem{{CID: "plain1", Dims: map[string]string{"device": "plain-dev", "bundle": "com.plain"}, WindowHours: []int{24}, EID: "plain-1"}})
+	req, err := http.NewRequest(http.MethodPost, counterURL+"/v1/freq/batch", bytes.NewReader(client.DecideBody(ids, cands)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s %v", resp.StatusCode, body, err)
+	}
+	if !client.ReadsPlainAnswer(body, ids, cands) {
+		t.Errorf("the counter's answer is not read in its plain form: %s", body)
 	}
 }
