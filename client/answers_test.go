@@ -1,6 +1,7 @@
 package client
 
 import (
+	"encoding/json"
 	"net/http"
 	"reflect"
 	"testing"
@@ -96,4 +97,39 @@ func TestCapAnswersTakeThePlainForm(t *testing.T) {
 			t.Errorf("result %d:\n got %+v\nwant %+v", k, g, want[k])
 		}
 	}
+}
+
+// FuzzCapBody checks that the batch read Decide writes by hand is the
+// batch of its caps' items (capItem) as the JSON encoder writes it.
+func FuzzCapBody(f *testing.F) {
+	f.Add("42", "", "device", "6f1c2a9e", 3, 24, 3600)
+	f.Add("c\"1", "imp", "bundle", "com.é", 0, 0, 0)
+	f.Add("a<b>&", "win", "tag\x00id", "\u2028", -1, 168, -5)
+	f.Fuzz(func(t *testing.T, cid, event, dim, id string, h1, h2, pace int) {
+		cands := []Candidate{
+			{CID: cid, Event: event, Caps: []Cap{{Dim: dim, Windows: []Window{{Hours: h1}, {Hours: h2}}, Pace: &Pace{Window: time.Duration(pace) * time.Second}}, {Dim: "bundle"}}},
+			{CID: "x", Caps: []Cap{{Dim: dim, Windows: []Window{{Hours: h2}}}}},
+		}
+		ids := Identities{dim: id, "bundle": "com.b"}
+		refs := capRefs(ids, cands)
+		items := counting.BatchRequest{Items: []counting.BatchItem{}}
+		for _, r := range refs {
+			items.Items = append(items.Items, capItem(ids, &cands[r.cand], &cands[r.cand].Caps[r.cap]))
+		}
+		want, err := json.Marshal(items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := appendCapBody(nil, ids, cands, refs)
+		var got, wantReq counting.BatchRequest
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if err := json.Unmarshal(want, &wantReq); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, wantReq) {
+			t.Fatalf("by hand %s\nencoded %s", body, want)
+		}
+	})
 }

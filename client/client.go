@@ -342,15 +342,56 @@ func capWindows(cands []Candidate, refs []ref) int {
 	return n
 }
 
-// capItems is the batch read of the caps refs name: an item per cap.
-func capItems(ids Identities, cands []Candidate, refs []ref) counting.BatchRequest {
-	// Sized once: a BatchItem is large, and growing the slice copied them
-	// all.
-	req := counting.BatchRequest{Items: make([]counting.BatchItem, len(refs))}
-	for k, r := range refs {
-		req.Items[k] = capItem(ids, &cands[r.cand], &cands[r.cand].Caps[r.cap])
+// appendCapBody appends the body of the batch read of the caps refs name
+// (an item per cap, capItem's), as encoding the items gives it, without
+// building them.
+func appendCapBody(b []byte, ids Identities, cands []Candidate, refs []ref) []byte {
+	if b == nil {
+		b = make([]byte, 0, 16+96*len(refs))
 	}
-	return req
+	b = append(b, `{"items":[`...)
+	for k, r := range refs {
+		cand, cp := &cands[r.cand], &cands[r.cand].Caps[r.cap]
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(append(b, `{"cid":`...), cand.CID)
+		if cand.Event != "" {
+			b = appendString(append(b, `,"event":`...), cand.Event)
+		}
+		b = appendString(append(b, `,"dims":{`...), cp.Dim)
+		b = append(appendString(append(b, ':'), ids[cp.Dim]), '}')
+		if len(cp.Windows) > 0 {
+			b = append(b, `,"windowHours":[`...)
+			for i, w := range cp.Windows {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = strconv.AppendInt(b, int64(w.Hours), 10)
+			}
+			b = append(b, ']')
+		}
+		if cp.Pace != nil {
+			if sec := int(cp.Pace.Window / time.Second); sec != 0 {
+				b = strconv.AppendInt(append(b, `,"paceWindowSec":`...), int64(sec), 10)
+			}
+		}
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+// appendString appends s as a JSON string: as it is when it needs no
+// escape (printable ASCII but quotes and backslashes), else as the JSON
+// encoder writes it.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			q, _ := gojson.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	return append(append(append(b, '"'), s...), '"')
 }
 
 // capItem is the batch item that reads cp's counts for cand.
@@ -416,9 +457,8 @@ type httpReader struct {
 // in the plain form the counter writes is read straight into the caps'
 // counts (capAnswers); any other is decoded whole, as the other calls'.
 func (h *httpReader) readCaps(ctx context.Context, ids Identities, cands []Candidate, refs []ref) ([]counted, error) {
-	req := capItems(ids, cands, refs)
 	var out []counted
-	err := h.exchange(ctx, h.batchURL, &req, func(status int, body []byte) error {
+	err := h.exchange(ctx, h.batchURL, appendCapBody(nil, ids, cands, refs), func(status int, body []byte) error {
 		var ok bool
 		if status == http.StatusOK {
 			if out, ok = capAnswers(body, cands, refs); ok {
@@ -457,8 +497,12 @@ func countedOf(answers []counting.Answer, cands []Candidate, refs []ref) ([]coun
 // results posts req to url and answers the results of the counter's
 // {"code","msg","results"} answer; any other answer is an error.
 func results[T any](ctx context.Context, h *httpReader, url string, req any) ([]T, error) {
+	body, err := gojson.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
 	var out []T
-	err := h.exchange(ctx, url, req, func(status int, body []byte) (err error) {
+	err = h.exchange(ctx, url, body, func(status int, body []byte) (err error) {
 		out, err = decodeResults[T](status, body)
 		return err
 	})
@@ -488,15 +532,11 @@ const maxAnswer = 64 << 20
 // answerBufs hold the answers being read, for the next call once read.
 var answerBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// exchange sends req as JSON to u and has read decode the status and body
-// of the answer, whatever its status. The body is read whole (so the
-// connection is reusable) into a buffer the next exchange reuses: read
-// must keep none of it.
-func (h *httpReader) exchange(ctx context.Context, u string, req any, read func(status int, body []byte) error) error {
-	body, err := gojson.Marshal(req)
-	if err != nil {
-		return err
-	}
+// exchange posts body, a JSON request, to u and has read decode the
+// status and body of the answer, whatever its status. The answer is read
+// whole (so the connection is reusable) into a buffer the next exchange
+// reuses: read must keep none of it.
+func (h *httpReader) exchange(ctx context.Context, u string, body []byte, read func(status int, body []byte) error) error {
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return err

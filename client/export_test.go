@@ -1,15 +1,8 @@
 package client
 
-import gojson "github.com/goccy/go-json"
-
 // DecideBody is the body of the batch read Decide posts for cands.
 func DecideBody(ids Identities, cands []Candidate) []byte {
-	req := capItems(ids, cands, capRefs(ids, cands))
-	b, err := gojson.Marshal(&req)
-	if err != nil {
-		panic(err)
-	}
-	return b
+	return appendCapBody(nil, ids, cands, capRefs(ids, cands))
 }
 
 // ReadsPlainAnswer reports whether Decide reads body, the counter's answer
