@@ -30,8 +30,8 @@ func decodeDecideFast(b []byte, req *counting.DecideRequest) bool {
 		case "candidates":
 			return 1 << 2, d.Array(func() bool {
 				if r.Candidates == nil {
-					// One "cid" a candidate: they grow once at most.
-					r.Candidates = make([]counting.Candidate, 0, max(1, bytes.Count(d.B, cidName)))
+					// One '{' a candidate: room for all at once.
+					r.Candidates = make([]counting.Candidate, 0, max(1, bytes.Count(d.B, openBrace)))
 				}
 				r.Candidates = append(r.Candidates, counting.Candidate{})
 				return d.candidate(&r.Candidates[len(r.Candidates)-1])
