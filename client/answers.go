@@ -22,7 +22,7 @@ import (
 // form or not a successful answer of as many results.
 func capAnswers(body []byte, cands []Candidate, refs []ref) ([]counted, bool) {
 	d := jsonscan.Decoder{B: body}
-	out, sums := make([]counted, len(refs)), make([]int64, capWindows(cands, refs))
+	out := newCounted(cands, refs)
 	var code, k int
 	var msg []byte
 	ok := d.Members(func(name []byte) (uint32, bool) {
@@ -39,7 +39,6 @@ func capAnswers(body []byte, cands []Candidate, refs []ref) ([]counted, bool) {
 					return false // more results than items
 				}
 				cp, g := &cands[refs[k].cand].Caps[refs[k].cap], &out[k]
-				g.windows, sums = sums[:len(cp.Windows):len(cp.Windows)], sums[len(cp.Windows):]
 				k++
 				return capAnswer(&d, cp, g)
 			}, func() {})

@@ -315,6 +315,17 @@ func (c *Client) Decide(ctx context.Context, ids Identities, cands []Candidate) 
 	return out, nil
 }
 
+// newCounted are zero counts of the caps refs name, each with room for
+// its cap's windows, cut from one slice.
+func newCounted(cands []Candidate, refs []ref) []counted {
+	out, sums := make([]counted, len(refs)), make([]int64, capWindows(cands, refs))
+	for k, r := range refs {
+		n := len(cands[r.cand].Caps[r.cap].Windows)
+		out[k].windows, sums = sums[:n:n], sums[n:]
+	}
+	return out
+}
+
 // capRefs are the counts Decide reads: one per cap on a dimension the
 // request has an id for.
 func capRefs(ids Identities, cands []Candidate) []ref {
@@ -480,13 +491,12 @@ func countedOf(answers []counting.Answer, cands []Candidate, refs []ref) ([]coun
 	if len(answers) != len(refs) {
 		return nil, fmt.Errorf("freqcap client: %d results for %d items", len(answers), len(refs))
 	}
-	out, sums := make([]counted, len(refs)), make([]int64, capWindows(cands, refs))
+	out := newCounted(cands, refs)
 	for k, r := range refs {
 		a, cp, g := &answers[k], &cands[r.cand].Caps[r.cap], &out[k]
 		g.failed, g.stale, g.ageMs = a.Degraded || a.Code != 0, a.Stale, a.AgeMs
 		got := a.Counts[cp.Dim]
 		g.day, g.pace = got.Day, got.Pace
-		g.windows, sums = sums[:len(cp.Windows):len(cp.Windows)], sums[len(cp.Windows):]
 		for i, w := range cp.Windows {
 			g.windows[i] = got.Windows[strconv.Itoa(w.Hours)]
 		}

@@ -144,11 +144,10 @@ func directCaps(counters campaign.Counters, parser *campaign.Parser) func(contex
 			}
 		}
 		res := counters.Read(ctx, qs)
-		out, sums := make([]counted, len(refs)), make([]int64, nw)
+		out := newCounted(cands, refs)
 		for k, r := range refs {
 			cp, q, g, c := &cands[r.cand].Caps[r.cap], &qs[k], &out[k], &res[k].Counts[0]
 			g.failed, g.stale, g.ageMs, g.day = res[k].Err != nil, res[k].Stale, res[k].AgeMs, c.Day
-			g.windows, sums = sums[:len(cp.Windows):len(cp.Windows)], sums[len(cp.Windows):]
 			for i, w := range cp.Windows {
 				// The query's windows are sorted and distinct.
 				g.windows[i] = c.Windows[slices.Index(q.Windows, w.Hours)]
