@@ -666,7 +666,7 @@ func (st *stack) endToEnd(ctx context.Context, round int) (result, error) {
 	r.note = fmt.Sprintf("accepted %d, counted %d, dropped %.0f, refused %d (503 after an unsure journal write: %d)",
 		accepted, counted, dropped, refused, unsure)
 	if stats, err := st.commandStats(); err == nil && accepted > 0 {
-		r.note += "; Redis per notice: " + stats.perNotice(accepted)
+		r.note += "; Redis per notice: " + stats.perNotice(accepted, innerCalls())
 	}
 	if counted < accepted || counted > accepted+unsure {
 		return r, fmt.Errorf("loss or double count: accepted %d notices (and %d unsure), counted %d", accepted, unsure, counted)
@@ -701,22 +701,51 @@ func (st *stack) commandStats() (cmdStats, error) {
 
 // perNotice says what Redis ran per notice: the microseconds its commands
 // took in all, and each command that took at least 1 µs, with its calls.
-func (c cmdStats) perNotice(notices int64) string {
+// A function's time (FCALL's, in INFO commandstats) includes the commands
+// it calls, which Redis also counts as commands of their own: those the
+// counting library calls (inner) are shown apart, and not counted again
+// in the total.
+func (c cmdStats) perNotice(notices int64, inner map[string]bool) string {
 	n := float64(notices)
 	var total float64
-	names := make([]string, 0, len(c))
+	var outer, in []string
 	for name, v := range c {
-		total += v[1]
-		if v[1]/n >= 1 {
-			names = append(names, name)
+		if !inner[name] {
+			total += v[1]
+		}
+		if v[1]/n < 1 {
+			continue
+		}
+		if inner[name] {
+			in = append(in, name)
+		} else {
+			outer = append(outer, name)
 		}
 	}
-	sort.Slice(names, func(i, j int) bool { return c[names[i]][1] > c[names[j]][1] })
-	parts := make([]string, len(names))
-	for i, name := range names {
-		parts[i] = fmt.Sprintf("%s %.1f µs (%.2f calls)", name, c[name][1]/n, c[name][0]/n)
+	list := func(names []string) string {
+		sort.Slice(names, func(i, j int) bool { return c[names[i]][1] > c[names[j]][1] })
+		parts := make([]string, len(names))
+		for i, name := range names {
+			parts[i] = fmt.Sprintf("%s %.1f µs (%.2f calls)", name, c[name][1]/n, c[name][0]/n)
+		}
+		return strings.Join(parts, ", ")
 	}
-	return fmt.Sprintf("%.1f µs in commands: %s", total/n, strings.Join(parts, ", "))
+	s := fmt.Sprintf("%.1f µs in commands: %s", total/n, list(outer))
+	if len(in) > 0 {
+		s += "; inside the functions' time: " + list(in)
+	}
+	return s
+}
+
+// innerCalls are the commands the counting library's functions call
+// (lower case, as INFO commandstats names them).
+func innerCalls() map[string]bool {
+	lib, _ := core.Library()
+	calls := map[string]bool{}
+	for _, m := range regexp.MustCompile(`redis\.call\('([A-Z]+)'`).FindAllStringSubmatch(lib, -1) {
+		calls[strings.ToLower(m[1])] = true
+	}
+	return calls
 }
 
 func (st *stack) redisInt(key string) (int64, error) {
