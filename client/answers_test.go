@@ -116,20 +116,26 @@ func FuzzCapBody(f *testing.F) {
 		for _, r := range refs {
 			items.Items = append(items.Items, capItem(ids, &cands[r.cand], &cands[r.cand].Caps[r.cap]))
 		}
-		want, err := json.Marshal(items)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body := appendCapBody(nil, ids, cands, refs)
-		var got, wantReq counting.BatchRequest
-		if err := json.Unmarshal(body, &got); err != nil {
-			t.Fatalf("%s: %v", body, err)
-		}
-		if err := json.Unmarshal(want, &wantReq); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, wantReq) {
-			t.Fatalf("by hand %s\nencoded %s", body, want)
-		}
+		sameRequest(t, appendCapBody(nil, ids, cands, refs), items)
 	})
+}
+
+// sameRequest checks that body, a request written by hand, decodes to
+// the value want encodes to.
+func sameRequest[T any](t *testing.T, body []byte, want T) {
+	t.Helper()
+	encoded, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, wantReq T
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	if err := json.Unmarshal(encoded, &wantReq); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, wantReq) {
+		t.Fatalf("by hand %s\nencoded %s", body, encoded)
+	}
 }

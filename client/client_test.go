@@ -234,17 +234,11 @@ func TestDecideSplitsLargeCandidateLists(t *testing.T) {
 	}
 }
 
-// The counter's own answer to a Decide's batch read is read in its plain
-// form (no full decoding), whatever the caps ask: windows, an exact
-// window, a degraded read's answer.
-func TestDecideReadsTheCountersAnswerInPlace(t *testing.T) {
-	ids := client.Identities{"device": "plain-dev", "bundle": "com.plain"}
-	cands := []client.Candidate{
-		{CID: "plain1", Caps: []client.Cap{{Dim: "device", Day: 3, Windows: []client.Window{{Hours: 24, Limit: 2}, {Hours: 3, Limit: 1}}}, {Dim: "bundle", Day: 9}}},
-		{CID: "plain2", Event: "imp", Caps: []client.Cap{{Dim: "device", Pace: &client.Pace{Window: time.Hour, Limit: 1, MinGap: time.Minute}}}},
-	}
-	countBatch(t, []counting.BatchItem{{CID: "plain1", Dims: map[string]string{"device": "plain-dev", "bundle": "com.plain"}, WindowHours: []int{24}, EID: "plain-1"}})
-	req, err := http.NewRequest(http.MethodPost, counterURL+"/v1/freq/batch", bytes.NewReader(client.DecideBody(ids, cands)))
+// postCounter posts body, JSON, to the counter's path with the test
+// token and answers the body of its 200 answer.
+func postCounter(t *testing.T, path string, body []byte) []byte {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, counterURL+path, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,10 +249,24 @@ func TestDecideReadsTheCountersAnswerInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	answer, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("%d %s %v", resp.StatusCode, body, err)
+		t.Fatalf("%s: %d %s %v", path, resp.StatusCode, answer, err)
 	}
+	return answer
+}
+
+// The counter's own answer to a Decide's batch read is read in its plain
+// form (no full decoding), whatever the caps ask: windows, an exact
+// window, a degraded read's answer.
+func TestDecideReadsTheCountersAnswerInPlace(t *testing.T) {
+	ids := client.Identities{"device": "plain-dev", "bundle": "com.plain"}
+	cands := []client.Candidate{
+		{CID: "plain1", Caps: []client.Cap{{Dim: "device", Day: 3, Windows: []client.Window{{Hours: 24, Limit: 2}, {Hours: 3, Limit: 1}}}, {Dim: "bundle", Day: 9}}},
+		{CID: "plain2", Event: "imp", Caps: []client.Cap{{Dim: "device", Pace: &client.Pace{Window: time.Hour, Limit: 1, MinGap: time.Minute}}}},
+	}
+	countBatch(t, []counting.BatchItem{{CID: "plain1", Dims: map[string]string{"device": "plain-dev", "bundle": "com.plain"}, WindowHours: []int{24}, EID: "plain-1"}})
+	body := postCounter(t, "/v1/freq/batch", client.DecideBody(ids, cands))
 	if !client.ReadsPlainAnswer(body, ids, cands) {
 		t.Errorf("the counter's answer is not read in its plain form: %s", body)
 	}

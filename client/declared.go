@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -129,9 +130,22 @@ func splitCall[T, R any](items []T, most int, call func([]T) ([]R, error)) ([]R,
 	return out, nil
 }
 
-// decide asks POST /v1/decide.
+// decide asks POST /v1/decide. The answer in the plain form the counter
+// writes is read in place (verdictAnswers); any other is decoded whole.
 func (h *httpReader) decide(ctx context.Context, req *counting.DecideRequest) ([]counting.Verdict, error) {
-	return results[counting.Verdict](ctx, h, h.decideURL, req)
+	var out []counting.Verdict
+	err := h.exchange(ctx, h.decideURL, appendDecideBody(nil, req), func(status int, body []byte) error {
+		var ok bool
+		if status == http.StatusOK {
+			if out, ok = verdictAnswers(body, req.Candidates); ok {
+				return nil
+			}
+		}
+		var err error
+		out, err = decodeResults[counting.Verdict](status, body)
+		return err
+	})
+	return out, err
 }
 
 // directDecide decides in this process as the counter's /v1/decide does.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"reflect"
 	"testing"
 
 	"github.com/freqcap/freqcap/client"
@@ -141,5 +142,30 @@ func TestReserveDirectAndHTTPAlike(t *testing.T) {
 		if d, err := c.decide.DecideIDs(ctx, ids, []string{"rs"}); err != nil || d[0].Allowed || d[0].Reserved != 0 || d[0].Count != 1 {
 			t.Errorf("case %d: after the win: %+v %v, want blocked by the count alone", i, d, err)
 		}
+	}
+}
+
+// The counter's verdicts are read in place: a blocked one with its cap, an
+// allowed one, one of a campaign that declares nothing.
+func TestDecideIDsReadsTheCountersVerdictsInPlace(t *testing.T) {
+	declareCaps(t, "plainv1", []client.DeclaredCap{{Level: "campaign", Event: "win", Dim: "device", Window: counting.CapWindow{Unit: "day", N: 1}, Limit: 1}})
+	declareCaps(t, "plainv2", []client.DeclaredCap{{Level: "campaign", Event: "win", Dim: "device", Window: counting.CapWindow{Unit: "hours", N: 3}, Limit: 5}})
+	countBatch(t, []counting.BatchItem{{CID: "plainv1", Dims: map[string]string{"device": "plainv-dev"}, EID: "plainv-1"}})
+	req := counting.DecideRequest{Identities: map[string]string{"device": "plainv-dev"},
+		Candidates: []counting.Candidate{{CID: "plainv1"}, {CID: "plainv2", CRID: "cr-1"}, {CID: "plainv-none"}}}
+	body := postCounter(t, "/v1/decide", client.DecideIDsBody(&req))
+	got, ok := client.PlainVerdicts(body, req.Candidates)
+	if !ok {
+		t.Fatalf("the counter's verdicts are not read in their plain form: %s", body)
+	}
+	var want counting.DecideResponse
+	if err := json.Unmarshal(body, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want.Results) {
+		t.Fatalf("in place %+v\ndecoded  %+v", got, want.Results)
+	}
+	if got[0].Allowed || got[0].Cap == nil || got[0].Reason != "day_cap" || !got[1].Allowed || got[2].Code != 10002 {
+		t.Errorf("not the verdicts of a blocked, an allowed and an unknown campaign: %s", body)
 	}
 }
