@@ -207,7 +207,7 @@ func checkCap(c *Cap, b CapBounds, i int) error {
 			return apierr.Invalid("caps[%d].window.n must be 1 (or absent) for a lifetime", i)
 		}
 	case UnitDay, UnitWeek, UnitMonth:
-		if most := core.MaxPeriods[PeriodKinds[w.Unit]]; w.N < 1 || int64(w.N) > most {
+		if most := core.MaxPeriods[PeriodKind(w.Unit)]; w.N < 1 || int64(w.N) > most {
 			return apierr.Invalid("caps[%d].window.n must be between 1 and %d for a %s (this one and the n-1 before)", i, most, w.Unit)
 		}
 	case UnitHours:
@@ -277,7 +277,7 @@ func (n Need) with(c Cap) Need {
 		n.Hours = max(n.Hours, c.Window.N)
 	case u == UnitMinutes, u == UnitSeconds:
 		n.PaceSec = seconds(c.Window)
-	case PeriodKinds[u] != "" && c.Window.N > 1:
+	case PeriodKind(u) != "" && c.Window.N > 1:
 		n = n.Union(Need{Periods: map[string]int{u: c.Window.N}})
 	case u == UnitWeek:
 		n.Week = true

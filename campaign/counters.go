@@ -166,14 +166,25 @@ func (q *Query) items(its []counting.Item, refs []ref, qi int, write bool) ([]co
 			add(counting.Spec{Kind: counting.Lifetime, Span: q.LifetimeEnd}, partLifetime, 0)
 		}
 		for p, pr := range q.Periods {
-			add(counting.Spec{Kind: PeriodKinds[pr.Unit], Span: int64(pr.N), Keep: int64(pr.N), Zone: q.Zone}, partPeriod, p)
+			add(counting.Spec{Kind: PeriodKind(pr.Unit), Span: int64(pr.N), Keep: int64(pr.N), Zone: q.Zone}, partPeriod, p)
 		}
 	}
 	return its, refs
 }
 
-// PeriodKinds are the core kinds of the units of counting.Period.
-var PeriodKinds = map[string]counting.Kind{UnitDay: counting.Days, UnitWeek: counting.Weeks, UnitMonth: counting.Months}
+// PeriodKind is the core kind of a unit of counting.Period, "" for a unit
+// that has none. (A switch: a decide asks it of every cap, twice.)
+func PeriodKind(unit string) counting.Kind {
+	switch unit {
+	case UnitDay:
+		return counting.Days
+	case UnitWeek:
+		return counting.Weeks
+	case UnitMonth:
+		return counting.Months
+	}
+	return ""
+}
 
 // newResults makes zero results shaped after their queries.
 // oneResult holds the result of one query of at most smallDims dimensions

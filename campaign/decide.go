@@ -234,7 +234,7 @@ func (d *Declaration) identified(ids map[string]string) bool {
 // reads adds what cap cp reads to q, a read of its counter.
 func (q *Query) reads(cp *Cap, d *Declaration) {
 	switch u := cp.Window.Unit; {
-	case PeriodKinds[u] != "" && cp.Window.N > 1:
+	case PeriodKind(u) != "" && cp.Window.N > 1:
 		if p := (counting.Period{Unit: u, N: cp.Window.N}); !slices.Contains(q.Periods, p) {
 			q.Periods = append(q.Periods, p)
 		}
@@ -279,7 +279,7 @@ func judge(v *counting.Verdict, cp *Cap, q *Query, r *Result, nowMs int64) {
 	var count int64
 	var reason string
 	switch u := cp.Window.Unit; {
-	case PeriodKinds[u] != "" && cp.Window.N > 1:
+	case PeriodKind(u) != "" && cp.Window.N > 1:
 		count, reason = c.Periods[slices.Index(q.Periods, counting.Period{Unit: u, N: cp.Window.N})], periodReasons[u]
 	case u == UnitDay:
 		count, reason = c.Day, ReasonDay

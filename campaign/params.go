@@ -353,8 +353,8 @@ func checkPeriods(ps []counting.Period, prefix string) error {
 		return apierr.Invalid("%speriods takes at most %d", prefix, MaxWindows)
 	}
 	for i, p := range ps {
-		kind, ok := PeriodKinds[p.Unit]
-		if !ok {
+		kind := PeriodKind(p.Unit)
+		if kind == "" {
 			return apierr.Invalid("%speriods[%d].unit must be day, week or month", prefix, i)
 		}
 		if most := core.MaxPeriods[kind]; p.N < 2 || int64(p.N) > most {

@@ -59,9 +59,19 @@ func AppendTagged(b []byte, prefix string, it *counting.Item) []byte {
 	return append(appendEscaped(b, it.Subject.ID), '}')
 }
 
-// appendEscaped appends Escape(s) to b.
+// escaped marks the bytes Escape replaces.
+var escaped = [256]bool{'%': true, ':': true, '{': true, '}': true}
+
+// appendEscaped appends Escape(s) to b: what precedes the first byte to
+// escape (all of an ordinary id) in one copy, then the rest a byte at a
+// time.
 func appendEscaped(b []byte, s string) []byte {
-	for i := range len(s) {
+	i := 0
+	for i < len(s) && !escaped[s[i]] {
+		i++
+	}
+	b = append(b, s[:i]...)
+	for ; i < len(s); i++ {
 		switch c := s[i]; c {
 		case '%':
 			b = append(b, "%25"...)

@@ -32,28 +32,88 @@ type kind interface {
 	got(it *counting.Item, e *env, rs []rueidis.RedisResult, r *counting.Result) error
 }
 
-// kinds is every kind of counter the counter serves.
-var kinds = map[counting.Kind]kind{
-	counting.Day:      windowKind{unit: counting.Day},
-	counting.Seconds:  windowKind{unit: counting.Seconds},
-	counting.Week:     naturalKind{unit: counting.Week},
-	counting.Month:    naturalKind{unit: counting.Month},
-	counting.Lifetime: lifetimeKind{},
-	counting.Days:     periodsKind{unit: counting.Days},
-	counting.Weeks:    periodsKind{unit: counting.Weeks},
-	counting.Months:   periodsKind{unit: counting.Months},
-	counting.Reserve:  reserveKind{},
-	counting.Release:  reserveKind{release: true},
-	counting.Hours:    hoursKind{},
-	counting.Sliding:  slidingKind{},
-
-	counting.FixedWindow:   fixedWindow,
-	counting.SlidingLog:    slidingLog,
-	counting.SlidingWindow: slidingWindow,
-	counting.LeakyBucket:   leakyBucket,
-	counting.TokenBucket:   tokenBucket,
-	counting.GCRA:          gcra,
+// kindOf is the kind named k, nil for none. The read and write paths look
+// each item's kind up (a read three times: its commands, its cached name,
+// its answer): a switch on the name is a few comparisons, where a map
+// hashed it (about 140 instructions a lookup).
+func kindOf(k counting.Kind) kind {
+	switch k {
+	case counting.Day:
+		return dayKind
+	case counting.Seconds:
+		return secondsKind
+	case counting.Hours:
+		return hoursKindOf
+	case counting.Days:
+		return daysKind
+	case counting.Week:
+		return weekKind
+	case counting.Month:
+		return monthKind
+	case counting.Lifetime:
+		return lifetimeKindOf
+	case counting.Weeks:
+		return weeksKind
+	case counting.Months:
+		return monthsKind
+	case counting.Reserve:
+		return reserveKindOf
+	case counting.Release:
+		return releaseKind
+	case counting.Sliding:
+		return slidingKindOf
+	case counting.FixedWindow:
+		return fixedWindowKind
+	case counting.SlidingLog:
+		return slidingLogKind
+	case counting.SlidingWindow:
+		return slidingWindowKind
+	case counting.LeakyBucket:
+		return leakyBucketKind
+	case counting.TokenBucket:
+		return tokenBucketKind
+	case counting.GCRA:
+		return gcraKind
+	}
+	return nil
 }
+
+// The kinds kindOf answers, each made an interface value once (a
+// struct returned as one would be copied to the heap on every lookup).
+var (
+	dayKind        kind = windowKind{unit: counting.Day}
+	secondsKind    kind = windowKind{unit: counting.Seconds}
+	hoursKindOf    kind = hoursKind{}
+	daysKind       kind = periodsKind{unit: counting.Days}
+	weekKind       kind = naturalKind{unit: counting.Week}
+	monthKind      kind = naturalKind{unit: counting.Month}
+	lifetimeKindOf kind = lifetimeKind{}
+	weeksKind      kind = periodsKind{unit: counting.Weeks}
+	monthsKind     kind = periodsKind{unit: counting.Months}
+	reserveKindOf  kind = reserveKind{}
+	releaseKind    kind = reserveKind{release: true}
+	slidingKindOf  kind = slidingKind{}
+
+	fixedWindowKind   kind = fixedWindow
+	slidingLogKind    kind = slidingLog
+	slidingWindowKind kind = slidingWindow
+	leakyBucketKind   kind = leakyBucket
+	tokenBucketKind   kind = tokenBucket
+	gcraKind          kind = gcra
+)
+
+// kinds is every kind of counter the counter serves, by name (kindOf).
+var kinds = func() map[counting.Kind]kind {
+	m := map[counting.Kind]kind{}
+	for _, k := range []counting.Kind{
+		counting.Day, counting.Seconds, counting.Hours, counting.Days, counting.Week, counting.Month, counting.Lifetime,
+		counting.Weeks, counting.Months, counting.Reserve, counting.Release, counting.Sliding,
+		counting.FixedWindow, counting.SlidingLog, counting.SlidingWindow, counting.LeakyBucket, counting.TokenBucket, counting.GCRA,
+	} {
+		m[k] = kindOf(k)
+	}
+	return m
+}()
 
 // writing is how one item's hits are counted: a run of a script of the
 // kind's own, or a part of lua/count.lua (part set, one key), which the

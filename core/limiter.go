@@ -62,7 +62,7 @@ var optionNames = map[option]string{takesBurst: "burst", takesCapacity: "capacit
 func takers(o option) string {
 	var names []string
 	for _, k := range Limiters() {
-		if kinds[k].(limiterKind).takes&o != 0 {
+		if kindOf(k).(limiterKind).takes&o != 0 {
 			names = append(names, string(k))
 		}
 	}
@@ -90,7 +90,7 @@ func (k limiterKind) check(it *counting.Item, lim *Limits, field string) error {
 			f = fmt.Sprintf("%slimits[%d].", field, i)
 		}
 		if i > 0 {
-			lk, ok := kinds[s.Kind].(limiterKind)
+			lk, ok := kindOf(s.Kind).(limiterKind)
 			if !ok {
 				return apierr.Invalid("%salgorithm: %q is not a rate limiter", f, s.Kind)
 			}
@@ -184,7 +184,7 @@ func limitKeysArgs(it *counting.Item, e *env, sub string) ([]string, []string) {
 	args := make([]string, 0, 2+4*len(ss))
 	args = append(args, strconv.FormatInt(e.now.UnixMilli(), 10), strconv.FormatInt(it.Hits, 10))
 	for i, s := range ss {
-		k := kinds[s.Kind].(limiterKind)
+		k := kindOf(s.Kind).(limiterKind)
 		var suffix string
 		args = append(args, string(k.name))
 		if k.shaping {

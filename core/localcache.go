@@ -93,7 +93,7 @@ type localNamed interface {
 // kind itself rather than through localNamed: a buffer passed through an
 // interface is allocated on the heap, and a read looks up every item.
 func appendLocalName(b []byte, it *counting.Item) ([]byte, bool) {
-	switch k := kinds[it.Spec.Kind].(type) {
+	switch k := kindOf(it.Spec.Kind).(type) {
 	case windowKind:
 		return k.appendLocalName(b, it)
 	case hoursKind:

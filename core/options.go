@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -104,10 +105,6 @@ func NewStore(rdb rueidis.Client, o Options, m Metrics) *Store {
 	if m == nil {
 		m = NopMetrics{}
 	}
-	cached := map[string]bool{}
-	for _, d := range o.CachedDims {
-		cached[d] = true
-	}
 	st := &Store{
 		rdb:         rdb,
 		cluster:     rdb.Mode() == rueidis.ClientModeCluster,
@@ -116,7 +113,7 @@ func NewStore(rdb rueidis.Client, o Options, m Metrics) *Store {
 		loc:         o.Location,
 		now:         o.Now,
 		wallClock:   wallClock,
-		cached:      cached,
+		cached:      slices.Clone(o.CachedDims),
 		cacheTTL:    o.CacheTTL,
 		dedupeTTL:   o.DedupeTTL,
 		readTimeout: o.ReadTimeout,

@@ -29,8 +29,8 @@ type Store struct {
 	cluster     bool // rdb is a Redis Cluster's client
 	loc         *time.Location
 	now         func() time.Time
-	wallClock   bool // now is time.Now (no clock was injected)
-	cached      map[string]bool
+	wallClock   bool     // now is time.Now (no clock was injected)
+	cached      []string // the dimensions read through client-side caching (a few: a scan beats hashing)
 	cacheTTL    time.Duration
 	dedupeTTL   time.Duration
 	readTimeout time.Duration
@@ -262,7 +262,7 @@ func (s *Store) answerRun(run *scriptRun, out rueidis.RedisResult, items []count
 			vals, v, ierr = splitPart(v)
 		}
 		if ierr == nil && !run.quiet {
-			ierr = kinds[it.Spec.Kind].wrote(it, e, vals, r)
+			ierr = kindOf(it.Spec.Kind).wrote(it, e, vals, r)
 			if it.Quiet && run.counts() {
 				// In a run that answers counts for another item of its
 				// event: a quiet item answers none.
@@ -351,7 +351,7 @@ func (s *Store) runs(items []counting.Item, e *env) []*scriptRun {
 	order := make([]string, 0, len(items))
 	for i := range items {
 		it := &items[i]
-		w := kinds[it.Spec.Kind].write(it, e)
+		w := kindOf(it.Spec.Kind).write(it, e)
 		group := w.keys[0]
 		if w.part != "" {
 			group = Dedupe(it)
@@ -820,7 +820,7 @@ func (s *Store) plan(p *readPlan, items []counting.Item, e *env, through []bool)
 				continue
 			}
 		}
-		cmds, cacheable := kinds[it.Spec.Kind].read(it, p.e)
+		cmds, cacheable := kindOf(it.Spec.Kind).read(it, p.e)
 		if cacheable && th {
 			p.at[i] = span{src: fromCached, from: len(p.cached), to: len(p.cached) + len(cmds)}
 			if p.cached == nil {
@@ -948,7 +948,7 @@ func (s *Store) answer(items []counting.Item, e *env, at []span, buckets [][]buc
 		r.Allowed = true
 		err := firstErr(rs)
 		if err == nil {
-			err = kinds[items[i].Spec.Kind].got(&items[i], e, rs, r)
+			err = kindOf(items[i].Spec.Kind).got(&items[i], e, rs, r)
 		}
 		if err != nil {
 			s.metrics.RedisError("read")
@@ -964,7 +964,7 @@ func (s *Store) answer(items []counting.Item, e *env, at []span, buckets [][]buc
 // often enough, for as long as it stays hot. Most reads are neither
 // sampled nor looked up (nothing is hot): no key is built.
 func (s *Store) throughCache(it *counting.Item) bool {
-	if it.Scope.Campaign != "" && s.cached[it.Subject.Dim] {
+	if it.Scope.Campaign != "" && slices.Contains(s.cached, it.Subject.Dim) {
 		return true
 	}
 	if s.hot == nil {

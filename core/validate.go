@@ -68,7 +68,7 @@ func (l *Limits) checkLimiter(k limiterKind, it *counting.Item, write bool, fiel
 // Check validates one item as Store.Check does.
 func (l *Limits) Check(it *counting.Item, write bool, field string) error {
 	sc := &it.Scope
-	if k, ok := kinds[it.Spec.Kind].(limiterKind); ok {
+	if k, ok := kindOf(it.Spec.Kind).(limiterKind); ok {
 		return l.checkLimiter(k, it, write, field)
 	}
 	switch {
@@ -90,8 +90,8 @@ func (l *Limits) Check(it *counting.Item, write bool, field string) error {
 	default:
 		return apierr.Invalid("%sscope: campaign or business is required", field)
 	}
-	k, ok := kinds[it.Spec.Kind]
-	if !ok {
+	k := kindOf(it.Spec.Kind)
+	if k == nil {
 		return apierr.Invalid("%sspec.kind must be one of %v", field, kindNames())
 	}
 	switch {
@@ -166,7 +166,7 @@ func (s *Store) Limits() *Limits { return &s.limits }
 
 // IsLimiter reports whether k is a rate limiter kind.
 func IsLimiter(k counting.Kind) bool {
-	_, ok := kinds[k].(limiterKind)
+	_, ok := kindOf(k).(limiterKind)
 	return ok
 }
 

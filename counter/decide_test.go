@@ -175,7 +175,7 @@ func (m *capModel) blocks(now time.Time, cid, adv, dev string, cp *counting.Cap)
 			switch cp.Window.Unit {
 			case campaign.UnitDay, campaign.UnitWeek, campaign.UnitMonth:
 				// This period and the n-1 before, from the calendar.
-				if !at.Before(periodStart(now, time.UTC, campaign.PeriodKinds[cp.Window.Unit], cp.Window.N-1)) {
+				if !at.Before(periodStart(now, time.UTC, campaign.PeriodKind(cp.Window.Unit), cp.Window.N-1)) {
 					count++
 				}
 			case campaign.UnitLifetime:
@@ -304,7 +304,7 @@ func TestDecideAgreesWithModel(t *testing.T) {
 			if !g.Allowed && g.Cap.Level == campaign.LevelAdvertiser {
 				reasons["advertiser"]++
 			}
-			if !g.Allowed && g.Cap.Window.N > 1 && campaign.PeriodKinds[g.Cap.Window.Unit] != "" {
+			if !g.Allowed && g.Cap.Window.N > 1 && campaign.PeriodKind(g.Cap.Window.Unit) != "" {
 				reasons["periods"]++
 			}
 			allowed, cp, count := m.decide(clk.Now(), g.CID, decls[g.CID].Advertiser, dev, decls[g.CID].Caps)
