@@ -36,6 +36,17 @@ func decideCandidates() []client.Candidate {
 	return cands
 }
 
+// decideCIDs are the ids of decideCandidates, whose caps the by-id runs
+// declare (the wrk script's decide mode names the same).
+func decideCIDs() []string {
+	cands := decideCandidates()
+	cids := make([]string, len(cands))
+	for i := range cands {
+		cids[i] = cands[i].CID
+	}
+	return cids
+}
+
 // declaredCaps are what campaign i of the by-id runs' 50 declares in
 // callback's admin API: 3 caps at 2 levels on 2 identities, the campaign's
 // own on the device and its advertiser's (one of 5, shared by 10
@@ -158,10 +169,7 @@ func (st *stack) decideAsk(ctx context.Context, c *client.Client, name string) (
 			return err
 		}, "50 candidates (150 counters)", nil
 	}
-	cids := make([]string, len(cands))
-	for i := range cands {
-		cids[i] = cands[i].CID
-	}
+	cids := decideCIDs()
 	if err := st.declare(ctx, cids); err != nil {
 		return nil, "", err
 	}

@@ -461,6 +461,20 @@ func scenarios(st *stack) []scenario {
 			r.rate *= 50
 			return r, err
 		}},
+		// The bidder's one question at full speed: what a decide costs the
+		// counter and Redis, for sizing (decide-50-ids-http times it at a
+		// constant rate).
+		{"decide-50-ids-saturated", "decides/s", func(ctx context.Context, round int) (result, error) {
+			if err := st.declare(ctx, decideCIDs()); err != nil {
+				return result{}, err
+			}
+			r, err := st.wrk(ctx, "decide-50-ids-saturated", st.counterURL, "decide", round, true)
+			if err == nil && r.rate > 0 {
+				per := func(p string) float64 { return r.cpu[p] / 100 / r.rate * 1e6 }
+				r.note = strings.TrimSpace(fmt.Sprintf("CPU a decide of 50 campaigns by id: the counter %.0f us, Redis %.0f us %s", per("counter"), per("redis"), r.note))
+			}
+			return r, err
+		}},
 	}
 	// One rate-limit check per request, per algorithm, on random keys;
 	// then the bytes of the keys the run left.

@@ -120,12 +120,12 @@ func ratioOf(name string) func(r *report) (float64, string) {
 var units = map[string]string{"batch-50": "items/s", "write-batch-20": "notices/s", "getfreq-batch-50": "items/s", "redis-script": "scripts/s",
 	"limit-fixed_window": "checks/s", "limit-sliding_log": "checks/s", "limit-sliding_window": "checks/s",
 	"limit-leaky_bucket": "checks/s", "limit-token_bucket": "checks/s", "limit-gcra": "checks/s",
-	"decide-50-http": "calls/s", "decide-50-direct": "calls/s", "decide-50-ids-http": "calls/s", "decide-50-ids-direct": "calls/s", "overshoot": "auctions/s"}
+	"decide-50-http": "calls/s", "decide-50-direct": "calls/s", "decide-50-ids-http": "calls/s", "decide-50-ids-direct": "calls/s", "decide-50-ids-saturated": "decides/s", "overshoot": "auctions/s"}
 
 // display is the order of the table's rows.
 var display = []string{"hot-read", "cold-read", "batch-50", "write", "write-batch-20", "end-to-end", "addfreq", "getfreq-batch-50",
 	"limit-fixed_window", "limit-sliding_log", "limit-sliding_window", "limit-leaky_bucket", "limit-token_bucket", "limit-gcra",
-	"redis-script", "latency-baseline", "latency-hot", "latency-cold", "latency-win", "latency-freeze", "decide-50-http", "decide-50-direct", "decide-50-ids-http", "decide-50-ids-direct", "overshoot"}
+	"redis-script", "latency-baseline", "latency-hot", "latency-cold", "latency-win", "latency-freeze", "decide-50-http", "decide-50-direct", "decide-50-ids-http", "decide-50-ids-direct", "decide-50-ids-saturated", "overshoot"}
 
 func (r *report) markdown() string {
 	slices.SortStableFunc(r.order, func(a, b string) int { return slices.Index(display, a) - slices.Index(display, b) })
@@ -173,6 +173,7 @@ func (r *report) row(name string) string {
 	switch {
 	case name == "redis-script":
 		load = "redis-benchmark"
+	case name == "decide-50-ids-saturated": // wrk's
 	case strings.HasPrefix(name, "latency"), strings.HasPrefix(name, "decide"):
 		load = "" // vegeta runs inside the bench process
 	}

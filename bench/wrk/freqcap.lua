@@ -8,6 +8,8 @@
 --   win    GET  /win on callback for a random device, counted on tagid e2e too
 --   addfreq   POST FrequencyControl/AddFreq (Connect JSON) for a random user key
 --   getbatch  POST FrequencyControl/BatchGetFreq: 50 random user keys
+--   decide  POST /v1/decide: the 50 campaigns of make bench's decide runs
+--           (42, d1..d49, caps declared) for a random filled device
 --   limit:<algorithm>  POST /v1/limit, 100 per minute, for a random user key
 local mode = os.getenv("MODE") or "cold"
 local algorithm = nil
@@ -39,6 +41,9 @@ local function eid()
 end
 
 local batch_head = '{"items":['
+local decide_cands = {'{"cid":"42"}'}
+for c = 1, 49 do decide_cands[c + 1] = '{"cid":"d' .. c .. '"}' end
+decide_cands = '},"candidates":[' .. table.concat(decide_cands, ",") .. "]}"
 
 request = function()
   if mode == "cold" then
@@ -70,6 +75,8 @@ request = function()
   elseif mode == "limit" then
     local body = '{"key":"user:' .. math.random(0, fill - 1) .. '","algorithm":"' .. algorithm .. '","limit":100,"period":"1m"}'
     return wrk.format("POST", "/v1/limit", {["Content-Type"] = "application/json"}, body)
+  elseif mode == "decide" then
+    return wrk.format("POST", "/v1/decide", {["Content-Type"] = "application/json"}, '{"identities":{"device":"' .. device() .. '","bundle":"com.hot"' .. decide_cands)
   elseif mode == "win" then
     return wrk.format("GET", "/win?cid=42&device=" .. device() .. "&tagid=e2e&eid=" .. eid())
   end
