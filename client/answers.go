@@ -21,10 +21,30 @@ import (
 // caps refs name, into their counts; false when it is not in the plain
 // form or not a successful answer of as many results.
 func capAnswers(body []byte, cands []Candidate, refs []ref) ([]counted, bool) {
-	d := jsonscan.Decoder{B: body}
 	out := newCounted(cands, refs)
-	var code, k int
+	k := 0
+	ok := plainResults(body, func(d *jsonscan.Decoder) bool {
+		if k == len(refs) {
+			return false // more results than items
+		}
+		cp, g := &cands[refs[k].cand].Caps[refs[k].cap], &out[k]
+		k++
+		return capAnswer(d, cp, g)
+	})
+	if !ok || k != len(refs) {
+		return nil, false
+	}
+	return out, true
+}
+
+// plainResults reads body, a counter's {"code","msg","results"} answer in
+// its plain form, calling result for each of its results; false when it
+// is not plain, has no results or is not a successful answer.
+func plainResults(body []byte, result func(d *jsonscan.Decoder) bool) bool {
+	d := jsonscan.Decoder{B: body}
+	var code int
 	var msg []byte
+	var results bool
 	ok := d.Members(func(name []byte) (uint32, bool) {
 		switch string(name) {
 		case "code":
@@ -34,21 +54,12 @@ func capAnswers(body []byte, cands []Candidate, refs []ref) ([]counted, bool) {
 			msg, ok = d.RawString()
 			return 1 << 1, ok
 		case "results":
-			return 1 << 2, d.Array(func() bool {
-				if k == len(refs) {
-					return false // more results than items
-				}
-				cp, g := &cands[refs[k].cand].Caps[refs[k].cap], &out[k]
-				k++
-				return capAnswer(&d, cp, g)
-			}, func() {})
+			results = true
+			return 1 << 2, d.Array(func() bool { return result(&d) }, func() {})
 		}
 		return 0, false
 	})
-	if !ok || !jsonscan.Blank(d.B) || code != 0 || k != len(refs) || !utf8.Valid(msg) {
-		return nil, false
-	}
-	return out, true
+	return ok && results && jsonscan.Blank(d.B) && code == 0 && utf8.Valid(msg)
 }
 
 // capAnswer reads one result (a counting.Answer) into g, the counts of

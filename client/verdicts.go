@@ -64,32 +64,16 @@ func appendDecideBody(b []byte, req *counting.DecideRequest) []byte {
 // successful answer. A verdict's campaign and creative that are the
 // candidate's in its place share its strings.
 func verdictAnswers(body []byte, cands []counting.Candidate) ([]counting.Verdict, bool) {
-	d := jsonscan.Decoder{B: body}
-	var out []counting.Verdict
-	var code int
-	var msg []byte
-	ok := d.Members(func(name []byte) (uint32, bool) {
-		switch string(name) {
-		case "code":
-			return 1 << 0, d.Int(&code)
-		case "msg":
-			var ok bool
-			msg, ok = d.RawString()
-			return 1 << 1, ok
-		case "results":
-			out = make([]counting.Verdict, 0, len(cands))
-			return 1 << 2, d.Array(func() bool {
-				var c *counting.Candidate
-				if k := len(out); k < len(cands) {
-					c = &cands[k]
-				}
-				out = append(out, counting.Verdict{})
-				return readVerdict(&d, &out[len(out)-1], c)
-			}, func() {})
+	out := make([]counting.Verdict, 0, len(cands))
+	ok := plainResults(body, func(d *jsonscan.Decoder) bool {
+		var c *counting.Candidate
+		if k := len(out); k < len(cands) {
+			c = &cands[k]
 		}
-		return 0, false
+		out = append(out, counting.Verdict{})
+		return readVerdict(d, &out[len(out)-1], c)
 	})
-	if !ok || !jsonscan.Blank(d.B) || code != 0 || out == nil || !utf8.Valid(msg) {
+	if !ok {
 		return nil, false
 	}
 	return out, true

@@ -16,7 +16,6 @@ package core
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/freqcap/freqcap/shared/counting"
 )
@@ -24,7 +23,7 @@ import (
 // Escape makes s safe as one part of a key; it does not allocate when
 // there is nothing to escape.
 func Escape(s string) string {
-	if !strings.ContainsAny(s, "%:{}") {
+	if plainPrefix(s) == len(s) {
 		return s
 	}
 	return string(appendEscaped(make([]byte, 0, len(s)+8), s))
@@ -62,14 +61,20 @@ func AppendTagged(b []byte, prefix string, it *counting.Item) []byte {
 // escaped marks the bytes Escape replaces.
 var escaped = [256]bool{'%': true, ':': true, '{': true, '}': true}
 
-// appendEscaped appends Escape(s) to b: what precedes the first byte to
-// escape (all of an ordinary id) in one copy, then the rest a byte at a
-// time.
-func appendEscaped(b []byte, s string) []byte {
+// plainPrefix is how many of s's first bytes need no escape.
+func plainPrefix(s string) int {
 	i := 0
 	for i < len(s) && !escaped[s[i]] {
 		i++
 	}
+	return i
+}
+
+// appendEscaped appends Escape(s) to b: what precedes the first byte to
+// escape (all of an ordinary id) in one copy, then the rest a byte at a
+// time.
+func appendEscaped(b []byte, s string) []byte {
+	i := plainPrefix(s)
 	b = append(b, s[:i]...)
 	for ; i < len(s); i++ {
 		switch c := s[i]; c {
