@@ -21,15 +21,16 @@ import (
 // caps refs name, into their counts; false when it is not in the plain
 // form or not a successful answer of as many results.
 func capAnswers(body []byte, cands []Candidate, refs []ref) ([]counted, bool) {
+	d := jsonscan.Decoder{B: body}
 	out := newCounted(cands, refs)
 	k := 0
-	ok := plainResults(body, func(d *jsonscan.Decoder) bool {
+	ok := plainResults(&d, func() bool {
 		if k == len(refs) {
 			return false // more results than items
 		}
 		cp, g := &cands[refs[k].cand].Caps[refs[k].cap], &out[k]
 		k++
-		return capAnswer(d, cp, g)
+		return capAnswer(&d, cp, g)
 	})
 	if !ok || k != len(refs) {
 		return nil, false
@@ -37,11 +38,12 @@ func capAnswers(body []byte, cands []Candidate, refs []ref) ([]counted, bool) {
 	return out, true
 }
 
-// plainResults reads body, a counter's {"code","msg","results"} answer in
-// its plain form, calling result for each of its results; false when it
-// is not plain, has no results or is not a successful answer.
-func plainResults(body []byte, result func(d *jsonscan.Decoder) bool) bool {
-	d := jsonscan.Decoder{B: body}
+// plainResults reads a counter's {"code","msg","results"} answer in its
+// plain form from d, calling result to read each of its results from d;
+// false when it is not plain, has no results or is not a successful
+// answer. (result takes no decoder: one passed to a function value would
+// be moved to the heap on every call.)
+func plainResults(d *jsonscan.Decoder, result func() bool) bool {
 	var code int
 	var msg []byte
 	var results bool
@@ -55,7 +57,7 @@ func plainResults(body []byte, result func(d *jsonscan.Decoder) bool) bool {
 			return 1 << 1, ok
 		case "results":
 			results = true
-			return 1 << 2, d.Array(func() bool { return result(&d) }, func() {})
+			return 1 << 2, d.Array(result, func() {})
 		}
 		return 0, false
 	})

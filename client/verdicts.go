@@ -64,14 +64,15 @@ func appendDecideBody(b []byte, req *counting.DecideRequest) []byte {
 // successful answer. A verdict's campaign and creative that are the
 // candidate's in its place share its strings.
 func verdictAnswers(body []byte, cands []counting.Candidate) ([]counting.Verdict, bool) {
+	d := jsonscan.Decoder{B: body}
 	out := make([]counting.Verdict, 0, len(cands))
-	ok := plainResults(body, func(d *jsonscan.Decoder) bool {
+	ok := plainResults(&d, func() bool {
 		var c *counting.Candidate
 		if k := len(out); k < len(cands) {
 			c = &cands[k]
 		}
 		out = append(out, counting.Verdict{})
-		return readVerdict(d, &out[len(out)-1], c)
+		return readVerdict(&d, &out[len(out)-1], c)
 	})
 	if !ok {
 		return nil, false
