@@ -418,6 +418,7 @@ type result struct {
 	ratio          float64
 	p50, p99, p999 time.Duration
 	cpu            map[string]float64 // percent of one core, per process
+	busy, steal    float64            // the machine's, percent of all its cores (wrk runs)
 	errors         int
 	note           string
 }
@@ -548,7 +549,7 @@ func (st *stack) wrk(ctx context.Context, name, url, mode string, round int, pro
 			st.profile(name, st.adminURL+"/debug/pprof/profile", "callback")
 		}
 	}
-	before := st.cpu()
+	before, machineBefore := st.cpu(), machineTicks()
 	degradedBefore := st.degraded()
 	start := time.Now()
 	out, err := cmd.Output()
@@ -557,6 +558,7 @@ func (st *stack) wrk(ctx context.Context, name, url, mode string, round int, pro
 	}
 	r := parseWrk(out)
 	r.cpu = st.cpuSince(before, time.Since(start))
+	r.busy, r.steal = machineTicks().since(machineBefore)
 	r.cpu["wrk"] = 100 * (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds() / time.Since(start).Seconds()
 	if d := st.degraded() - degradedBefore; d > 0 && name != "baseline" {
 		r.note = fmt.Sprintf("%d degraded reads", d)
@@ -951,6 +953,44 @@ func (st *stack) freeze(ctx context.Context) (result, error) {
 }
 
 // machine describes where the bench ran.
+// cpuTimes are the machine's CPU times from /proc/stat, in ticks.
+type cpuTimes struct{ busy, steal, all int64 }
+
+func machineTicks() cpuTimes {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTimes{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	var t cpuTimes
+	// cpu  user nice system idle iowait irq softirq steal ...
+	for i, f := range strings.Fields(line)[1:] {
+		v, _ := strconv.ParseInt(f, 10, 64)
+		if i >= 8 { // guest time is in user's already
+			break
+		}
+		t.all += v
+		switch i {
+		case 3, 4: // idle, iowait
+		case 7:
+			t.steal += v
+		default:
+			t.busy += v
+		}
+	}
+	return t
+}
+
+// since is the share of every core that was busy (the processes' and the
+// kernel's work) and stolen by the hypervisor, in percent, since t0.
+func (t cpuTimes) since(t0 cpuTimes) (busy, steal float64) {
+	all := float64(t.all - t0.all)
+	if all <= 0 {
+		return 0, 0
+	}
+	return 100 * float64(t.busy-t0.busy) / all, 100 * float64(t.steal-t0.steal) / all
+}
+
 func machine() string {
 	model := "unknown CPU"
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {

@@ -15,6 +15,7 @@ type report struct {
 	bytesPerCounter float64
 	order           []string
 	runs            map[string][]result
+	bases           map[string][]result // each round's baseline run before the scenario
 	baselines       []float64
 }
 
@@ -27,6 +28,10 @@ func (r *report) add(name string, res, base result) {
 	}
 	r.runs[name] = append(r.runs[name], res)
 	if base.rate > 0 {
+		if r.bases == nil {
+			r.bases = map[string][]result{}
+		}
+		r.bases[name] = append(r.bases[name], base)
 		r.baselines = append(r.baselines, base.rate)
 	}
 }
@@ -68,15 +73,23 @@ type target struct {
 	what string
 	got  func(r *report) (float64, string)
 	ok   func(v float64) bool
+	// ratio is the least ratio to the baseline a ratio target asks (0
+	// for another kind of target).
+	ratio float64
+}
+
+// ratioTarget asks name's ratio to the baseline to be at least min.
+func ratioTarget(what, name string, min float64) target {
+	return target{what, ratioOf(name), func(v float64) bool { return v >= min }, min}
 }
 
 var targets = map[string]target{
-	"hot-read":       {"ratio >= 0.80", ratioOf("hot-read"), func(v float64) bool { return v >= 0.80 }},
-	"cold-read":      {"ratio >= 0.60", ratioOf("cold-read"), func(v float64) bool { return v >= 0.60 }},
-	"write":          {"ratio >= 0.40", ratioOf("write"), func(v float64) bool { return v >= 0.40 }},
-	"write-batch-20": {"notices/s >= 0.80 of baseline req/s", ratioOf("write-batch-20"), func(v float64) bool { return v >= 0.80 }},
-	"end-to-end":     {"ratio >= 0.35, no loss", ratioOf("end-to-end"), func(v float64) bool { return v >= 0.35 }},
-	"addfreq":        {"ratio >= 0.50", ratioOf("addfreq"), func(v float64) bool { return v >= 0.50 }},
+	"hot-read":       ratioTarget("ratio >= 0.80", "hot-read", 0.80),
+	"cold-read":      ratioTarget("ratio >= 0.60", "cold-read", 0.60),
+	"write":          ratioTarget("ratio >= 0.40", "write", 0.40),
+	"write-batch-20": ratioTarget("notices/s >= 0.80 of baseline req/s", "write-batch-20", 0.80),
+	"end-to-end":     ratioTarget("ratio >= 0.35, no loss", "end-to-end", 0.35),
+	"addfreq":        ratioTarget("ratio >= 0.50", "addfreq", 0.50),
 	"batch-50": {"items/s >= 15x cold read", func(r *report) (float64, string) {
 		// Per round: batch items/s over the cold single-read req/s of that round.
 		var v []float64
@@ -86,27 +99,27 @@ var targets = map[string]target{
 			}
 		}
 		return median(v), fmt.Sprintf("%.1fx", median(v))
-	}, func(v float64) bool { return v >= 15 }},
+	}, func(v float64) bool { return v >= 15 }, 0},
 	"latency-hot": {"p99 <= 1 ms", func(r *report) (float64, string) {
 		// The baseline row at the same rate is the floor this machine and
 		// the in-process load generator set.
 		p := medDur(r, "latency-hot", func(x result) time.Duration { return x.p99 })
 		return float64(p), ms(p)
-	}, func(v float64) bool { return time.Duration(v) <= time.Millisecond }},
+	}, func(v float64) bool { return time.Duration(v) <= time.Millisecond }, 0},
 	"latency-freeze": {"p99 <= 7 ms (deadline + 2)", func(r *report) (float64, string) {
 		p := medDur(r, "latency-freeze", func(x result) time.Duration { return x.p99 })
 		return float64(p), ms(p)
-	}, func(v float64) bool { return time.Duration(v) <= 7*time.Millisecond }},
+	}, func(v float64) bool { return time.Duration(v) <= 7*time.Millisecond }, 0},
 	"latency-cold": {"p99 <= 2 ms", func(r *report) (float64, string) {
 		p := medDur(r, "latency-cold", func(x result) time.Duration { return x.p99 })
 		return float64(p), ms(p)
-	}, func(v float64) bool { return time.Duration(v) <= 2*time.Millisecond }},
+	}, func(v float64) bool { return time.Duration(v) <= 2*time.Millisecond }, 0},
 }
 
 func init() {
 	// Every limiter kind alike: at least half of bare net/http.
 	for _, k := range []string{"fixed_window", "sliding_log", "sliding_window", "leaky_bucket", "token_bucket", "gcra"} {
-		targets["limit-"+k] = target{"ratio >= 0.50", ratioOf("limit-" + k), func(v float64) bool { return v >= 0.50 }}
+		targets["limit-"+k] = ratioTarget("ratio >= 0.50", "limit-"+k, 0.50)
 	}
 }
 
@@ -152,6 +165,7 @@ func (r *report) markdown() string {
 	}
 	fmt.Fprintf(&b, "\nRedis bytes per device counter (day String + hour Hash with 3 fields, UUID ids, from INFO used_memory over %d counters): **%.0f B** (target <= 340 B: %s).\n",
 		r.settings.fill, r.bytesPerCounter, met)
+	b.WriteString(r.budget())
 	b.WriteString("\nCPU profiles of round 1 are in `bench/out/profiles/` (`go tool pprof -top bench/out/profiles/<scenario>-counter.pprof`).\n")
 	return b.String()
 }
@@ -203,6 +217,61 @@ func (r *report) row(name string) string {
 		ms(medDur(r, name, func(x result) time.Duration { return x.p50 })),
 		ms(medDur(r, name, func(x result) time.Duration { return x.p99 })), p999,
 		cpu("counter"), cpu("callback"), cpu("redis"), loadCPU, goal, met, runs[len(runs)-1].note)
+}
+
+// budget is the table of the CPU each unit of work (a request, an item,
+// a notice) costs each process, beside what a request costs the bare
+// server and wrk in the baseline run before it: on a machine whose cores
+// every process shares, a ratio is about the baseline's CPU per request
+// over the scenario's, so this says where a ratio goes.
+func (r *report) budget() string {
+	var b strings.Builder
+	for _, name := range r.order {
+		runs, bases := r.runs[name], r.bases[name]
+		if len(bases) == 0 || len(bases) != len(runs) {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\nCPU per unit of work, in us (a process's CPU over the units a second; medians of the rounds), and the baseline's per request in the run before each round; the machine's cores busy (all of its work, the kernel's too; and stolen by its hypervisor) during each. With every process on the same cores, a ratio is about the baseline's CPU per request over the scenario's (\"ratio of alls\"); at a ratio target, a unit may cost the baseline's request over the target, of which Redis and the load generator keep what they take: the rest is what the target leaves the services (counter and callback), against the bare server's own CPU per request, the least any net/http server spends:\n\n")
+			b.WriteString("| scenario | counter | callback | redis | load | all | baseline: server / load / all | ratio of alls | the target leaves the services | busy: scenario / baseline |\n")
+			b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+		}
+		per := func(x result, procs ...string) float64 {
+			var pct float64
+			for _, p := range procs {
+				pct += x.cpu[p] + x.cpu["journal-"+p]
+			}
+			return pct / 100 * 1e6 / x.rate
+		}
+		services := []string{"counter", "callback", "redis", "wrk"}
+		med := func(rs []result, procs ...string) float64 {
+			v := make([]float64, 0, len(rs))
+			for _, x := range rs {
+				if x.rate > 0 {
+					v = append(v, per(x, procs...))
+				}
+			}
+			return median(v)
+		}
+		busy := func(rs []result) string {
+			var v, st []float64
+			for _, x := range rs {
+				v, st = append(v, x.busy), append(st, x.steal)
+			}
+			return fmt.Sprintf("%.0f%% (%.0f%% stolen)", median(v), median(st))
+		}
+		all, baseAll := med(runs, services...), med(bases, "baseline", "wrk")
+		// At a ratio target, a unit may cost the baseline's request over
+		// the ratio, all told; Redis and the load generator keep theirs.
+		left := "-"
+		if t := targets[name]; t.ratio > 0 {
+			left = fmt.Sprintf("%.1f", baseAll/t.ratio-med(runs, "redis")-med(runs, "wrk"))
+		}
+		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f / %.1f / %.1f | %.2f | %s | %s / %s |\n",
+			name, med(runs, "counter"), med(runs, "callback"), med(runs, "redis"), med(runs, "wrk"), all,
+			med(bases, "baseline"), med(bases, "wrk"), baseAll, baseAll/all, left, busy(runs), busy(bases))
+	}
+	return b.String()
 }
 
 // target is a scenario's target and whether the medians meet it, "-"

@@ -3,7 +3,9 @@
 -- event ids unique across runs.
 --   cold   GET  /v1/freq for a random filled device, 3-hour window
 --   write  POST /v1/incr for a random device + hot bundle and tagid, with an eid
---   writebatch  POST /v1/incr/batch: 20 such writes, as callback's forwarder sends them
+--   writebatch  POST /v1/incr/batch: 20 such writes, as callback's forwarder
+--           sends them but answering their counts (callback's are quiet: about
+--           4% more notices a second, Redis the bound either way)
 --   batch  POST /v1/freq/batch: 50 candidate campaigns for one random device
 --   win    GET  /win on callback for a random device, counted on tagid e2e too
 --   addfreq   POST FrequencyControl/AddFreq (Connect JSON) for a random user key
