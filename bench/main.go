@@ -952,7 +952,6 @@ func (st *stack) freeze(ctx context.Context) (result, error) {
 	return r, ctx.Err()
 }
 
-// machine describes where the bench ran.
 // cpuTimes are the machine's CPU times from /proc/stat, in ticks.
 type cpuTimes struct{ busy, steal, all int64 }
 
@@ -991,6 +990,7 @@ func (t cpuTimes) since(t0 cpuTimes) (busy, steal float64) {
 	return 100 * float64(t.busy-t0.busy) / all, 100 * float64(t.steal-t0.steal) / all
 }
 
+// machine describes where the bench ran.
 func machine() string {
 	model := "unknown CPU"
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {

@@ -243,7 +243,7 @@ func (r *report) budget() string {
 			}
 			return pct / 100 * 1e6 / x.rate
 		}
-		services := []string{"counter", "callback", "redis", "wrk"}
+		every := []string{"counter", "callback", "redis", "wrk"}
 		med := func(rs []result, procs ...string) float64 {
 			v := make([]float64, 0, len(rs))
 			for _, x := range rs {
@@ -260,7 +260,7 @@ func (r *report) budget() string {
 			}
 			return fmt.Sprintf("%.0f%% (%.0f%% stolen)", median(v), median(st))
 		}
-		all, baseAll := med(runs, services...), med(bases, "baseline", "wrk")
+		all, baseAll := med(runs, every...), med(bases, "baseline", "wrk")
 		// At a ratio target, a unit may cost the baseline's request over
 		// the ratio, all told; Redis and the load generator keep theirs.
 		left := "-"
