@@ -56,36 +56,41 @@ func run(ctx context.Context, out io.Writer, getenv func(string) string) error {
 		{CID: "42", Caps: []client.Cap{{Dim: "device", Day: 1}}},                                          // once a day per device
 		{CID: "43", Caps: []client.Cap{{Dim: "device", Windows: []client.Window{{Hours: 24, Limit: 5}}}}}, // 5 in 24 hours
 	}
-	decide := func(when string) ([]client.Decision, error) {
-		ds, err := fc.Decide(ctx, ids, candidates)
-		if err != nil {
-			return nil, err // the decisions are still there: allowed and Degraded (fail open)
-		}
+	decide := func() ([]client.Decision, error) {
+		// On an error the decisions are still there: allowed and Degraded
+		// (fail open).
+		return fc.Decide(ctx, ids, candidates)
+	}
+	show := func(when string, ds []client.Decision) {
 		for _, d := range ds {
 			fmt.Fprintf(out, "%s: %s\n", when, d)
 		}
-		return ds, nil
 	}
-	if _, err := decide("before the win"); err != nil {
+	ds, err := decide()
+	if err != nil {
 		return err
 	}
+	show("before the win", ds)
 
 	if err := bidAndWin(out, signer, ids); err != nil {
 		return err
 	}
 
 	// callback has kept the notice; its forwarder has it counted within
-	// milliseconds. The next bid request for this device sees it.
+	// milliseconds. The next bid request for this device sees it: ask
+	// until it does, and show that decision.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		ds, err := decide("after the win")
+		ds, err := decide()
 		if err != nil {
 			return err
 		}
 		if !ds[0].Allowed {
+			show("after the win", ds)
 			return nil
 		}
 		if time.Now().After(deadline) {
+			show("after the win", ds)
 			return errors.New("the win was not counted within 5 s")
 		}
 		time.Sleep(100 * time.Millisecond)

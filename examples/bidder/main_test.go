@@ -18,9 +18,11 @@ func TestBidderExample(t *testing.T) {
 	if err := run(context.Background(), &out, func(k string) string { return env[k] }); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	for _, want := range []string{"before the win: 42: allowed", "win notice: 204", "after the win: 42: blocked by day_cap on device (1 of 1)", "after the win: 43: allowed"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
-		}
+	// What README shows, line for line: the decisions before the win,
+	// then the one that sees it (however many asks it took).
+	want := "before the win: 42: allowed\nbefore the win: 43: allowed\nwin notice: 204\n" +
+		"after the win: 42: blocked by day_cap on device (1 of 1)\nafter the win: 43: allowed\n"
+	if out.String() != want {
+		t.Errorf("output:\n%s\nwant README's:\n%s", out.String(), want)
 	}
 }
