@@ -64,10 +64,7 @@ dashboard-check: test-tools
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./campaign:FuzzCheckRead ./client:FuzzCapAnswers ./client:FuzzCapBody ./client:FuzzVerdictAnswers ./client:FuzzDecideBody ./counter:FuzzParseQuery ./counter:FuzzDecodeBatch ./counter:FuzzBatchJSON ./counter:FuzzDecideJSON ./counter:FuzzVerdictsJSON ./counter:FuzzConnectJSON ./counter:FuzzLimitJSON ./counter:FuzzLimitAnswerJSON ./callback:FuzzParseNotice ./callback:FuzzJournalEntry ./shared/signing:FuzzVerify ./shared/ids:FuzzValidKey
 fuzz:
-	@for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$fn ($$pkg, $(FUZZTIME))"; \
-		$(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; \
-	done
+	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz $(FUZZ_TARGETS)
 
 ## docker-check: validate compose.yaml and build each binary exactly as its Dockerfile does
 docker-check:
