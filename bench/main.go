@@ -542,7 +542,8 @@ func (st *stack) wrk(ctx context.Context, name, url, mode string, round int, pro
 		args = append(args, "-s", "bench/wrk/freqcap.lua")
 	}
 	cmd := exec.CommandContext(ctx, "wrk", append(args, url)...)
-	cmd.Env = append(os.Environ(), "MODE="+mode, "FILL="+strconv.Itoa(st.s.fill), "RUN="+strconv.FormatInt(time.Now().UnixNano(), 36))
+	cmd.Env = append(os.Environ(), "MODE="+mode, "FILL="+strconv.Itoa(st.s.fill), "RUN="+strconv.FormatInt(time.Now().UnixNano(), 36),
+		"DECIDE_CIDS="+strings.Join(decideCIDs(), ","))
 	if profile && round == 1 {
 		st.profile(name, st.counterOpsURL+"/debug/pprof/profile", "counter")
 		if name == "end-to-end" {

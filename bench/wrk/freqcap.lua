@@ -10,8 +10,8 @@
 --   win    GET  /win on callback for a random device, counted on tagid e2e too
 --   addfreq   POST FrequencyControl/AddFreq (Connect JSON) for a random user key
 --   getbatch  POST FrequencyControl/BatchGetFreq: 50 random user keys
---   decide  POST /v1/decide: the 50 campaigns of make bench's decide runs
---           (42, d1..d49, caps declared) for a random filled device
+--   decide  POST /v1/decide: the campaigns of make bench's decide runs
+--           (DECIDE_CIDS, their caps declared) for a random filled device
 --   limit:<algorithm>  POST /v1/limit, 100 per minute, for a random user key
 local mode = os.getenv("MODE") or "cold"
 local algorithm = nil
@@ -43,8 +43,10 @@ local function eid()
 end
 
 local batch_head = '{"items":['
-local decide_cands = {'{"cid":"42"}'}
-for c = 1, 49 do decide_cands[c + 1] = '{"cid":"d' .. c .. '"}' end
+local decide_cands = {}
+for cid in string.gmatch(os.getenv("DECIDE_CIDS") or "", "[^,]+") do
+  decide_cands[#decide_cands + 1] = '{"cid":"' .. cid .. '"}'
+end
 decide_cands = '},"candidates":[' .. table.concat(decide_cands, ",") .. "]}"
 
 request = function()
