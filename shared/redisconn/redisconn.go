@@ -113,7 +113,9 @@ func isConnErr(err error) bool {
 	var op *net.OpError
 	switch {
 	case errors.As(err, &op):
-		return op.Op == "dial" || !op.Timeout()
+		// A dial or read that ran out of time found a node too slow to
+		// answer, as Install's dials do; a refused or reset one is gone.
+		return !op.Timeout()
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, rueidis.ErrClosing),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return true
