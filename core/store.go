@@ -457,12 +457,11 @@ func splitPart(v []int64) (part, rest []int64, err error) {
 	return v[1 : 1+n], v[1+n:], nil
 }
 
-// code is the answer code of a call that failed with err: a timeout
-// (10001) while Redis is connected but slow, unavailable (10004) when it
-// refuses connections or the connection is gone, even when the call then
-// ran out of time waiting for rueidis to reconnect.
-// Code is the application code of a Redis call's error: 10001 when Redis
-// was reachable and too slow, 10004 otherwise.
+// Code is the answer code of a Redis call that failed with err: a timeout
+// (10001) while Redis is reachable but slow (a dial that ran out of time
+// included), unavailable (10004) when it refuses connections or the
+// connection is gone, even when the call then ran out of time waiting for
+// rueidis to reconnect.
 func (s *Store) Code(err error) int { return s.code(err) }
 
 func (s *Store) code(err error) int {
