@@ -126,7 +126,7 @@ func TestReserveDirectAndHTTPAlike(t *testing.T) {
 	plain := newClient(t, client.Options{})
 	ctx := context.Background()
 	for i, c := range []struct{ reserve, decide *client.Client }{{viaHTTP, direct}, {direct, viaHTTP}} {
-		dev := fmt.Sprintf("rs-dev-%d", i)
+		dev := fresh(fmt.Sprintf("rs-dev-%d", i))
 		ids := client.Identities{"device": dev}
 		got, err := c.reserve.Reserve(ctx, ids, []client.Creative{{CID: "rs"}}, "bid-"+dev, 0)
 		if err != nil || len(got) != 1 || got[0].Counters != 1 {

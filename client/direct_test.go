@@ -150,10 +150,11 @@ func TestDirectDecidesAsHTTP(t *testing.T) {
 func TestDirectCachesHotDimensionsUntilTheyChange(t *testing.T) {
 	reads := func() int64 { return testRedis.TotalCalls(t, "get") }
 	c := newDirect(t, redisURL, client.Options{}, client.DirectOptions{CachedDims: []string{"bundle"}})
-	ids := client.Identities{"bundle": "com.cached"}
+	bundle := fresh("com.cached")
+	ids := client.Identities{"bundle": bundle}
 	cands := []client.Candidate{{CID: "cc", Caps: []client.Cap{{Dim: "bundle", Day: 3}}}}
 	for i := range 2 {
-		count(fmt.Sprintf("cid=cc&bundle=com.cached&eid=cc-%d", i))
+		count(fmt.Sprintf("cid=cc&bundle=%s&eid=%s-%d", bundle, bundle, i))
 	}
 	decide := func() client.Decision {
 		t.Helper()
@@ -175,7 +176,7 @@ func TestDirectCachesHotDimensionsUntilTheyChange(t *testing.T) {
 	if after := reads(); after != before {
 		t.Errorf("100 decisions on a cached dimension reached Redis: GET calls %d before, %d after", before, after)
 	}
-	count("cid=cc&bundle=com.cached&eid=cc-2")
+	count(fmt.Sprintf("cid=cc&bundle=%s&eid=%s-2", bundle, bundle))
 	deadline := time.Now().Add(5 * time.Second)
 	for d := decide(); d.Allowed; d = decide() {
 		if time.Now().After(deadline) {

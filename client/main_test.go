@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/freqcap/freqcap/shared/proctest"
@@ -17,6 +18,14 @@ var counterURL, counterOpsURL, callbackURL, adminURL, redisURL string
 
 // testRedis is the Redis (or Cluster) behind them.
 var testRedis *redistest.Server
+
+// runs numbers fresh's ids.
+var runs atomic.Int64
+
+// fresh is id made unique in this process: the package's tests share one
+// Redis and one counter, so a test run again (go test -count=N) must not
+// find the counts, reservations and limits its earlier run left.
+func fresh(id string) string { return id + "-" + strconv.FormatInt(runs.Add(1), 10) }
 
 // testToken is the bearer token the test counter requires: the client's
 // calls carry it (Options.Token), as callback's do (COUNTER_TOKEN).
