@@ -62,7 +62,7 @@ dashboard-check: test-tools
 
 ## fuzz: run every fuzz target for FUZZTIME (30s) each; make test runs their seed corpora
 FUZZTIME ?= 30s
-FUZZ_TARGETS := ./campaign:FuzzCheckRead ./client:FuzzCapAnswers ./client:FuzzCapBody ./client:FuzzVerdictAnswers ./client:FuzzDecideBody ./counter:FuzzParseQuery ./counter:FuzzDecodeBatch ./counter:FuzzBatchJSON ./counter:FuzzDecideJSON ./counter:FuzzVerdictsJSON ./counter:FuzzConnectJSON ./counter:FuzzLimitJSON ./counter:FuzzLimitAnswerJSON ./callback:FuzzParseNotice ./callback:FuzzJournalEntry ./shared/signing:FuzzVerify ./shared/ids:FuzzValidKey
+FUZZ_TARGETS := ./campaign:FuzzCheckRead ./client:FuzzCapAnswers ./client:FuzzCapBody ./client:FuzzVerdictAnswers ./client:FuzzDecideBody ./counter:FuzzParseQuery ./counter:FuzzDecodeBatch ./counter:FuzzBatchJSON ./counter:FuzzDecideJSON ./counter:FuzzVerdictsJSON ./counter:FuzzConnectJSON ./counter:FuzzLimitJSON ./counter:FuzzLimitAnswerJSON ./callback:FuzzParseNotice ./callback:FuzzJournalEntry ./shared/signing:FuzzVerify ./shared/ids:FuzzValidKey ./shared/ids:FuzzValidID
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz $(FUZZ_TARGETS)
 

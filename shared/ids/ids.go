@@ -48,7 +48,7 @@ func ValidID(s string) bool {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError || unseen(r) {
+		if r == utf8.RuneError && size == 1 || unseen(r) { // invalid UTF-8, or unseen
 			return false
 		}
 		i += size

@@ -30,6 +30,8 @@ func TestValidID(t *testing.T) {
 		"\u3164": false, "a\u3164b": false, "a\uffa0b": false, "a\u2800b": false, "a\u034fb": false, "a\ufe0fb": false,
 		"a\u115fb": false, "a\u1160b": false, "a\U000e0100b": false, "a\u3000b": false, "a\u180eb": false,
 		"한글": true, "\u2801\u2803": true, "\u2714\ufe0f": false,
+		// U+FFFD is valid UTF-8 that shows; a byte that is not UTF-8 is not.
+		"a\ufffdb": true, "a\xedb": false, "\xed\xa0\x80": false,
 	} {
 		if got := ValidID(s); got != want {
 			t.Errorf("ValidID(%q) = %v, want %v", s, got, want)
@@ -58,6 +60,23 @@ func TestRandomIDsDifferAndAreValid(t *testing.T) {
 		}
 		seen[id] = true
 	}
+}
+
+// FuzzValidID: ValidID answers what IDRule says of every string: 1-128
+// bytes of valid UTF-8 with no rune unseen (the space included).
+func FuzzValidID(f *testing.F) {
+	for _, s := range []string{"abc", "设备", "a b", "a\u00a0b", "\xff", "a\x7fb", "\ufffd", "a\u200bb", "\xed\xa0\x80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := len(s) > 0 && len(s) <= 128 && utf8.ValidString(s)
+		for _, r := range s {
+			want = want && !unseen(r)
+		}
+		if got := ValidID(s); got != want {
+			t.Fatalf("ValidID(%q) = %v, want %v", s, got, want)
+		}
+	})
 }
 
 // FuzzValidKey: ValidKey's byte-at-a-time ASCII path answers what the rule
