@@ -34,6 +34,7 @@ func TestASharedContextEndsWithinATickOfTheTimeout(t *testing.T) {
 func TestCallsOfOneTickShareAContext(t *testing.T) {
 	s := NewShared(time.Second)
 	seen := map[<-chan struct{}]bool{} // a tick's context is known by its channel
+	start := time.Now()
 	for range 1000 {
 		ctx, cancel := s.Within(context.Background())
 		cancel()
@@ -42,8 +43,8 @@ func TestCallsOfOneTickShareAContext(t *testing.T) {
 		}
 		seen[ctx.Done()] = true
 	}
-	if len(seen) > 2 {
-		t.Errorf("%d contexts for 1,000 calls in one or two ticks", len(seen))
+	if most := ticksSpanned(time.Since(start), time.Second/16); len(seen) > most {
+		t.Errorf("%d contexts for 1,000 calls in %d ticks at most", len(seen), most)
 	}
 }
 
@@ -92,13 +93,14 @@ func TestAHandoffStraddlesTheDeadline(t *testing.T) {
 		t.Fatalf("the call's %v and its hand-off's %v of due, want -5..0 ms and 0..5 ms", e.Sub(due), l.Sub(due))
 	}
 	calls, handoffs := map[<-chan struct{}]bool{}, map[<-chan struct{}]bool{}
+	start := time.Now()
 	for range 1000 {
 		ctx, cancel := s.Within(context.Background())
 		cancel()
 		calls[ctx.Done()], handoffs[Handoff(ctx).Done()] = true, true
 	}
-	if len(calls) > 3 || len(handoffs) > 3 {
-		t.Errorf("%d contexts and %d hand-off contexts for 1,000 calls in a few ticks", len(calls), len(handoffs))
+	if most := ticksSpanned(time.Since(start), 5*time.Millisecond); len(calls) > most || len(handoffs) > most {
+		t.Errorf("%d contexts and %d hand-off contexts for 1,000 calls in %d ticks at most", len(calls), len(handoffs), most)
 	}
 }
 
@@ -106,7 +108,7 @@ func TestAHandoffStraddlesTheDeadline(t *testing.T) {
 // call's context ended (its tick's start) but before its deadline is taken;
 // none at all ends the wait at the deadline, not at the tick's start.
 func TestWaitKeepsTheDeadlineToTheInstant(t *testing.T) {
-	s := NewShared(160 * time.Millisecond) // a tick of 10 ms
+	s := NewShared(1600 * time.Millisecond) // a tick of 100 ms
 	ctx := lateInTick(s)
 	done := make(chan int, 1)
 	go func() {
@@ -193,7 +195,7 @@ func BenchmarkWithin(b *testing.B) {
 // the deadline asked for, not at its tick's start; one taken between the
 // two is sent.
 func TestSendKeepsTheDeadlineToTheInstant(t *testing.T) {
-	s := NewShared(160 * time.Millisecond) // a tick of 10 ms
+	s := NewShared(1600 * time.Millisecond) // a tick of 100 ms
 	ctx := lateInTick(s)
 	ch := make(chan int)
 	got := make(chan int, 1)
@@ -217,12 +219,19 @@ func TestSendKeepsTheDeadlineToTheInstant(t *testing.T) {
 	}
 }
 
+// ticksSpanned is the most ticks of length tick that calls made over
+// took can fall in: one more than whole ticks fit in it, and one for
+// rounding. A machine that pauses the loop lets it span more.
+func ticksSpanned(took, tick time.Duration) int { return int(took/tick) + 2 }
+
 // lateInTick is a call of s whose deadline falls late enough in its tick
-// (4 ms or more after the tick's start) to leave room between the two.
+// (80 ms or more after the tick's start, of a 100 ms tick) to leave room
+// between the two: room enough for a goroutine woken at the tick's start
+// to act before the deadline on a loaded machine.
 func lateInTick(s *Shared) context.Context {
 	for {
 		ctx, _ := s.Within(context.Background())
-		if e, _ := ctx.Deadline(); ctx.(*tickBound).due.Sub(e) >= 4*time.Millisecond {
+		if e, _ := ctx.Deadline(); ctx.(*tickBound).due.Sub(e) >= 80*time.Millisecond {
 			return ctx
 		}
 	}
