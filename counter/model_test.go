@@ -234,6 +234,39 @@ func (c *realClock) Now() time.Time {
 
 func (c *realClock) Last() time.Time { return time.Unix(0, c.last.Load()) }
 
+// begin starts a span around one call of a store on c.
+func (c *realClock) begin() *callSpan { return &callSpan{c: c, before: c.Now().UnixMilli()} }
+
+// callSpan brackets one call of a store by clock readings just before and
+// just after it: the store read its clock between the two, and Redis
+// measured any TTL it answers between them, so on a loaded machine, where
+// the two may be far apart, a decision is judged against the whole span
+// rather than one instant.
+type callSpan struct {
+	c             *realClock
+	before, after int64 // unix ms
+}
+
+// end closes the span after the call: the store's latest clock reading,
+// the instant the model decides at.
+func (s *callSpan) end() time.Time {
+	t0 := s.c.Last()
+	s.after = s.c.Now().UnixMilli()
+	return t0
+}
+
+// near reports whether an end (unix ms; 0 for none) falls within guard ms
+// of the span: either side of it may have won the race.
+func (s *callSpan) near(endMs, guard int64) bool {
+	return endMs > 0 && endMs > s.before-guard && endMs < s.after+guard
+}
+
+// fits reports whether a TTL answered within the span is what an end
+// (unix ms) leaves, give or take guard ms.
+func (s *callSpan) fits(ttlMs, endMs, guard int64) bool {
+	return ttlMs >= endMs-s.after-guard && ttlMs <= endMs-s.before+guard
+}
+
 // TestWindowsAgreeWithModel runs random hits and reads of the window kinds
 // across real window ends: a window of seconds, midnight in Shanghai, and
 // the end of New York's 25-hour fall-back day. Decisions within a few ms of
@@ -269,6 +302,10 @@ func TestWindowsAgreeWithModel(t *testing.T) {
 			// differ: Redis runs the script (and measures PTTL) a little
 			// after the store read its clock, more so under -race.
 			const guard = 100
+			// late is how far the key's real end may trail the model's:
+			// Redis sets a TTL from when it runs a write, which is at most
+			// the write's span after the store read its clock.
+			var late int64
 			end := time.Now().Add(2500 * time.Millisecond)
 			compared := 0
 			for time.Now().Before(end) {
@@ -276,24 +313,29 @@ func TestWindowsAgreeWithModel(t *testing.T) {
 				if rng.IntN(3) == 0 {
 					r := it
 					r.Spec.Span = 0 // a read of whatever window is live
+					sp := clk.begin()
 					got := readOne(t, st.Store, r)
-					t0 := clk.Last()
-					nearEnd := m.endMs > 0 && abs(t0.UnixMilli()-m.endMs) < guard
-					if nearEnd {
+					t0 := sp.end()
+					if sp.near(m.endMs, guard+late) {
 						continue
 					}
 					compared++
 					live := m.live(t0.UnixMilli())
-					if (got.Code == 0) != live || (live && (got.Count != m.count || abs(got.TTLMs-(m.endMs-t0.UnixMilli())) > guard)) {
+					if (got.Code == 0) != live || (live && (got.Count != m.count || !sp.fits(got.TTLMs, m.endMs, guard+late))) {
 						t.Fatalf("read at %s: %+v, model live=%v count=%d ends %s", t0.In(tt.loc), got, live, m.count, time.UnixMilli(m.endMs).In(tt.loc))
 					}
 					continue
 				}
 				w := it
 				w.Hits = int64(1 + rng.IntN(3))
+				sp := clk.begin()
 				got := writeOne(t, st.Store, w)
-				t0 := clk.Last()
-				nearEnd := m.endMs > 0 && abs(t0.UnixMilli()-m.endMs) < guard
+				t0 := sp.end()
+				nearEnd := sp.near(m.endMs, guard+late)
+				if !m.live(t0.UnixMilli()) {
+					late = 0 // this write opens the window
+				}
+				late = max(late, sp.after-sp.before)
 				var openEnd int64
 				if tt.spec.Kind == counting.Seconds {
 					openEnd = t0.Add(time.Duration(tt.spec.Span) * time.Second).UnixMilli()
@@ -308,7 +350,7 @@ func TestWindowsAgreeWithModel(t *testing.T) {
 					continue
 				}
 				compared++
-				if got.Count != want || abs(got.TTLMs-(m.endMs-t0.UnixMilli())) > guard {
+				if got.Count != want || !sp.fits(got.TTLMs, m.endMs, guard+late) {
 					t.Fatalf("hit %d at %s: count %d ttl %d ms, model %d ends %s", w.Hits, t0.In(tt.loc), got.Count, got.TTLMs, want, time.UnixMilli(m.endMs).In(tt.loc))
 				}
 			}
@@ -565,6 +607,7 @@ func TestNaturalPeriodsAgreeWithModel(t *testing.T) {
 				it.Spec.Span = tt.at.Add(1200 * time.Millisecond).Unix() // the campaign's end
 			}
 			const guard = 100 // ms either side of the end, as in TestWindowsAgreeWithModel
+			var late int64    // as in TestWindowsAgreeWithModel
 			end := time.Now().Add(2500 * time.Millisecond)
 			compared, crossed := 0, false
 			for time.Now().Before(end) {
@@ -575,12 +618,13 @@ func TestNaturalPeriodsAgreeWithModel(t *testing.T) {
 					w.Hits = int64(1 + rng.IntN(3))
 				}
 				var got counting.Result
+				sp := clk.begin()
 				if write {
 					got = writeOne(t, st.Store, w)
 				} else {
 					got = readOne(t, st.Store, w)
 				}
-				t0 := clk.Last()
+				t0 := sp.end()
 				nowMs := t0.UnixMilli()
 				var periodEnd int64
 				if tt.unit == counting.Lifetime {
@@ -591,20 +635,25 @@ func TestNaturalPeriodsAgreeWithModel(t *testing.T) {
 				}
 				crossed = crossed || t0.After(tt.at.Add(1200*time.Millisecond))
 				want, endMs := m.count, m.endMs // the end before this hit moves it
+				near := sp.near(endMs, guard+late)
 				if !m.live(nowMs) {
 					want = 0
 				}
 				if write {
+					if !m.live(nowMs) {
+						late = 0 // this write opens the period
+					}
+					late = max(late, sp.after-sp.before)
 					want = m.hit(nowMs, w.Hits, periodEnd)
 				}
-				if endMs > 0 && abs(nowMs-endMs) < guard {
+				if near {
 					if write { // either side may have won the race: follow Redis
 						m.count, m.endMs = got.Count, nowMs+got.TTLMs
 					}
 					continue
 				}
 				compared++
-				if got.Count != want || got.Code == 0 && abs(got.TTLMs-(periodEnd-nowMs)) > guard {
+				if got.Count != want || got.Code == 0 && !sp.fits(got.TTLMs, periodEnd, guard+late) {
 					t.Fatalf("%s at %s: %+v, model count %d, period ends %s", map[bool]string{true: "hit", false: "read"}[write],
 						t0.In(tt.loc), got, want, time.UnixMilli(periodEnd).In(tt.loc))
 				}
