@@ -267,6 +267,18 @@ func (s *callSpan) fits(ttlMs, endMs, guard int64) bool {
 	return ttlMs >= endMs-s.after-guard && ttlMs <= endMs-s.before+guard
 }
 
+// trail is how far a key's real end may trail the model's (ms) after a
+// write made within s, late before it; opens says the write opened the
+// window or period. Redis sets a TTL from when it runs a write, at most
+// the write's span after the store read its clock, so the longest write
+// since the window opened bounds it.
+func (s *callSpan) trail(late int64, opens bool) int64 {
+	if opens {
+		late = 0
+	}
+	return max(late, s.after-s.before)
+}
+
 // TestWindowsAgreeWithModel runs random hits and reads of the window kinds
 // across real window ends: a window of seconds, midnight in Shanghai, and
 // the end of New York's 25-hour fall-back day. Decisions within a few ms of
@@ -302,10 +314,7 @@ func TestWindowsAgreeWithModel(t *testing.T) {
 			// differ: Redis runs the script (and measures PTTL) a little
 			// after the store read its clock, more so under -race.
 			const guard = 100
-			// late is how far the key's real end may trail the model's:
-			// Redis sets a TTL from when it runs a write, which is at most
-			// the write's span after the store read its clock.
-			var late int64
+			var late int64 // see callSpan.trail
 			end := time.Now().Add(2500 * time.Millisecond)
 			compared := 0
 			for time.Now().Before(end) {
@@ -332,10 +341,7 @@ func TestWindowsAgreeWithModel(t *testing.T) {
 				got := writeOne(t, st.Store, w)
 				t0 := sp.end()
 				nearEnd := sp.near(m.endMs, guard+late)
-				if !m.live(t0.UnixMilli()) {
-					late = 0 // this write opens the window
-				}
-				late = max(late, sp.after-sp.before)
+				late = sp.trail(late, !m.live(t0.UnixMilli()))
 				var openEnd int64
 				if tt.spec.Kind == counting.Seconds {
 					openEnd = t0.Add(time.Duration(tt.spec.Span) * time.Second).UnixMilli()
@@ -359,13 +365,6 @@ func TestWindowsAgreeWithModel(t *testing.T) {
 			}
 		})
 	}
-}
-
-func abs(n int64) int64 {
-	if n < 0 {
-		return -n
-	}
-	return n
 }
 
 // TestModelDayEndMatchesCalendar pins the model itself on the days that
@@ -607,7 +606,7 @@ func TestNaturalPeriodsAgreeWithModel(t *testing.T) {
 				it.Spec.Span = tt.at.Add(1200 * time.Millisecond).Unix() // the campaign's end
 			}
 			const guard = 100 // ms either side of the end, as in TestWindowsAgreeWithModel
-			var late int64    // as in TestWindowsAgreeWithModel
+			var late int64    // see callSpan.trail
 			end := time.Now().Add(2500 * time.Millisecond)
 			compared, crossed := 0, false
 			for time.Now().Before(end) {
@@ -640,10 +639,7 @@ func TestNaturalPeriodsAgreeWithModel(t *testing.T) {
 					want = 0
 				}
 				if write {
-					if !m.live(nowMs) {
-						late = 0 // this write opens the period
-					}
-					late = max(late, sp.after-sp.before)
+					late = sp.trail(late, !m.live(nowMs))
 					want = m.hit(nowMs, w.Hits, periodEnd)
 				}
 				if near {

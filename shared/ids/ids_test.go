@@ -65,34 +65,30 @@ func TestRandomIDsDifferAndAreValid(t *testing.T) {
 // FuzzValidID: ValidID answers what IDRule says of every string: 1-128
 // bytes of valid UTF-8 with no rune unseen (the space included).
 func FuzzValidID(f *testing.F) {
-	for _, s := range []string{"abc", "设备", "a b", "a\u00a0b", "\xff", "a\x7fb", "\ufffd", "a\u200bb", "\xed\xa0\x80"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want := len(s) > 0 && len(s) <= 128 && utf8.ValidString(s)
-		for _, r := range s {
-			want = want && !unseen(r)
-		}
-		if got := ValidID(s); got != want {
-			t.Fatalf("ValidID(%q) = %v, want %v", s, got, want)
-		}
-	})
+	fuzzRule(f, "ValidID", ValidID, 128, false, "abc", "设备", "a b")
 }
 
 // FuzzValidKey: ValidKey's byte-at-a-time ASCII path answers what the rule
 // says of every string: valid UTF-8 whose every rune but the space is not
 // unseen.
 func FuzzValidKey(f *testing.F) {
-	for _, s := range []string{"user 42", "설명 키", "a\u00a0b", "a\tb", "\xff", "a\x7fb", "\ufffd", "a\u200bb", "\xed\xa0\x80"} {
+	fuzzRule(f, "ValidKey", ValidKey, 256, true, "user 42", "설명 키", "a\tb")
+}
+
+// fuzzRule fuzzes valid against the rule it keeps: 1-most bytes of valid
+// UTF-8 with no rune unseen, the space allowed when space is. Both rules'
+// edge cases seed it, with seeds of valid's own.
+func fuzzRule(f *testing.F, name string, valid func(string) bool, most int, space bool, seeds ...string) {
+	for _, s := range append(seeds, "a\u00a0b", "\xff", "a\x7fb", "\ufffd", "a\u200bb", "\xed\xa0\x80") {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		want := len(s) > 0 && len(s) <= 256 && utf8.ValidString(s)
+		want := len(s) > 0 && len(s) <= most && utf8.ValidString(s)
 		for _, r := range s {
-			want = want && (r == ' ' || !unseen(r))
+			want = want && (space && r == ' ' || !unseen(r))
 		}
-		if got := ValidKey(s); got != want {
-			t.Fatalf("ValidKey(%q) = %v, want %v", s, got, want)
+		if got := valid(s); got != want {
+			t.Fatalf("%s(%q) = %v, want %v", name, s, got, want)
 		}
 	})
 }
